@@ -1,0 +1,42 @@
+#pragma once
+// CPython 3.13+ starts _PyRuntime with _Py_DebugOffsets: a cookie, the exact version, the build kind and the
+// offsets of the fields debuggers need. gilspy decodes it (the decoder is picked by its `version`), uses it to
+// cross-check the 3.13 table, and builds the 3.14 layout from it.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "cpython_layouts/layout.hpp"
+
+namespace gilspy::layouts {
+
+// How many bytes from the start of _PyRuntime to read for decode_debug_offsets().
+inline constexpr size_t kDebugOffsetsReadSize = 1024;
+inline constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
+
+struct DebugOffsets {
+  uint64_t version = 0;  // PY_VERSION_HEX
+  bool free_threaded = false;
+  uint64_t runtime_interpreters_head = 0;
+  uint64_t interp_id = 0, interp_next = 0, interp_threads_head = 0, interp_gc = 0;
+  uint64_t interp_ceval_gil = 0, interp_gil_runtime_state = 0;
+  uint64_t gil_enabled = 0, gil_locked = 0, gil_holder = 0;  // from the interpreter (its own _gil)
+  uint64_t tstate_next = 0, tstate_interp = 0, tstate_thread_id = 0, tstate_native_thread_id = 0;
+  std::optional<uint64_t> tstate_holds_gil;  // 3.14
+  std::optional<uint64_t> gc_collecting;     // 3.14
+};
+
+// nullopt when the bytes do not start with the cookie (3.12 and older, or not the runtime at all).
+// Throws Error(kUnsupportedVersion) when the cookie is there but the version's struct is unknown.
+std::optional<DebugOffsets> decode_debug_offsets(std::span<const uint8_t> runtime_head);
+
+// The layout to use for a process: the table for 3.8-3.12; for 3.13 the table after checking it against the
+// debug offsets (a disagreement throws Error(kLayoutMismatch)); for 3.14 built from the debug offsets.
+// `runtime_head` is the first kDebugOffsetsReadSize bytes of _PyRuntime (may be shorter for < 3.13).
+Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> runtime_head);
+
+// A layout built from the debug offsets alone (3.14, and free-threaded 3.13).
+Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffsets& debug);
+
+}  // namespace gilspy::layouts

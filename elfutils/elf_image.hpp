@@ -1,0 +1,55 @@
+#pragma once
+// One ELF file on disk, read with libelf: symbols (.dynsym and .symtab), sections, and the bytes behind a
+// virtual address. Knows nothing of CPython.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gilspy::elf {
+
+struct Symbol {
+  uint64_t value = 0;  // link-time virtual address
+  uint64_t size = 0;
+};
+
+struct Section {
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t file_offset = 0;
+};
+
+class ElfImage {
+ public:
+  // Throws Error(kElf) when the file cannot be opened or is not ELF.
+  static ElfImage open(const std::string& path);
+  ~ElfImage();
+  ElfImage(ElfImage&&) noexcept;
+  ElfImage& operator=(ElfImage&&) noexcept;
+
+  const std::string& path() const { return path_; }
+  bool is_executable() const { return is_exec_; }  // ET_EXEC: load bias 0
+  bool has_symtab() const { return has_symtab_; }  // not stripped
+  // The lowest PT_LOAD virtual address, page-aligned: what offset 0 of the file maps to.
+  uint64_t first_load_vaddr() const { return first_load_vaddr_; }
+  std::optional<Symbol> symbol(const std::string& name) const;
+  std::optional<Section> section(const std::string& name) const;
+  std::string soname() const;
+  // Bytes of the file backing [vaddr, vaddr+len), from the PT_LOAD segments; nullopt outside them
+  // (or in .bss).
+  std::optional<std::vector<uint8_t>> read_vaddr(uint64_t vaddr, size_t len) const;
+  // The whole of a section's bytes.
+  std::optional<std::vector<uint8_t>> section_bytes(const std::string& name) const;
+
+ private:
+  struct Impl;
+  explicit ElfImage(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+  bool is_exec_ = false;
+  bool has_symtab_ = false;
+  uint64_t first_load_vaddr_ = 0;
+};
+
+}  // namespace gilspy::elf

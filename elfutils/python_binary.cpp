@@ -1,0 +1,165 @@
+#include "elfutils/python_binary.hpp"
+
+#include <cstring>
+#include <regex>
+
+#include "elfutils/elf_image.hpp"
+#include "elfutils/error.hpp"
+
+namespace gilspy::elf {
+
+std::string PyVersion::text() const {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro);
+}
+
+std::optional<PyVersion> parse_version_text(const std::string& text) {
+  static const std::regex re(R"(^(\d+)\.(\d+)(?:\.(\d+))?)");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return std::nullopt;
+  PyVersion v;
+  v.major = std::stoi(m[1]);
+  v.minor = std::stoi(m[2]);
+  v.micro = m[3].matched ? std::stoi(m[3]) : 0;
+  v.hex = (static_cast<uint32_t>(v.major) << 24) | (static_cast<uint32_t>(v.minor) << 16) |
+          (static_cast<uint32_t>(v.micro) << 8) | 0xF0;
+  return v;
+}
+
+PyVersion version_from_hex(uint32_t hex) {
+  PyVersion v;
+  v.major = static_cast<int>((hex >> 24) & 0xFF);
+  v.minor = static_cast<int>((hex >> 16) & 0xFF);
+  v.micro = static_cast<int>((hex >> 8) & 0xFF);
+  v.hex = hex;
+  return v;
+}
+
+namespace {
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// "libpython3.9.so.1.0" -> 3.9 ; "python3.11" -> 3.11 ; "python3" -> nothing.
+std::optional<PyVersion> version_from_name(const std::string& name) {
+  static const std::regex re(R"(python(\d)\.(\d+))");
+  std::smatch m;
+  if (!std::regex_search(name, m, re)) return std::nullopt;
+  return parse_version_text(m[1].str() + "." + m[2].str());
+}
+
+// Before 3.11 there is no Py_Version: the PY_VERSION literal ("3.9.18") sits NUL-terminated in .rodata.
+// Look for "\0<major>.<minor>." and take the token that follows.
+std::optional<PyVersion> version_from_rodata(const ElfImage& image, const PyVersion& hint) {
+  const auto rodata = image.section_bytes(".rodata");
+  if (!rodata) return std::nullopt;
+  const std::string needle = std::string(1, '\0') + std::to_string(hint.major) + "." + std::to_string(hint.minor) + ".";
+  const std::string_view hay(reinterpret_cast<const char*>(rodata->data()), rodata->size());
+  for (size_t pos = hay.find(needle); pos != std::string_view::npos; pos = hay.find(needle, pos + 1)) {
+    const size_t start = pos + 1;
+    const size_t end = hay.find('\0', start);
+    if (end == std::string_view::npos || end - start > 16) continue;
+    const std::string token(hay.substr(start, end - start));
+    if (std::regex_match(token, std::regex(R"(\d+\.\d+\.\d+([abc]|rc)?\d*\+?)"))) return parse_version_text(token);
+  }
+  return std::nullopt;
+}
+
+struct Candidate {
+  std::string path;
+  uint64_t offset0_start = 0;  // start of its offset-0 mapping
+  bool is_libpython = false;
+};
+
+std::vector<Candidate> candidates_from_maps(const std::vector<Mapping>& maps) {
+  std::vector<Candidate> libs, others;
+  for (const auto& m : maps) {
+    if (m.path.empty() || m.path[0] != '/' || m.offset != 0) continue;
+    const std::string base = basename_of(m.path);
+    bool seen = false;
+    for (const auto* list : {&libs, &others}) {
+      for (const auto& c : *list) seen = seen || c.path == m.path;
+    }
+    if (seen) continue;
+    if (base.rfind("libpython", 0) == 0) {
+      libs.push_back({m.path, m.start, true});
+    } else if (base.find(".so") == std::string::npos) {
+      others.push_back({m.path, m.start, false});  // executables (the first one is the main program)
+    }
+  }
+  libs.insert(libs.end(), others.begin(), others.end());
+  return libs;
+}
+
+}  // namespace
+
+PythonBinary locate_python(pid_t pid) { return locate_python(pid, read_maps(pid)); }
+
+PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
+  std::vector<std::string> looked_at;
+  std::optional<PyVersion> old_python;
+  for (const auto& cand : candidates_from_maps(maps)) {
+    const std::string open_path = path_in_process(pid, cand.path);
+    std::optional<ElfImage> image;
+    try {
+      image.emplace(ElfImage::open(open_path));
+    } catch (const Error&) {
+      continue;  // a data file or something we cannot read: not the interpreter
+    }
+    looked_at.push_back(cand.path);
+    const auto runtime = image->symbol("_PyRuntime");
+    const auto name_version = version_from_name(basename_of(cand.path));
+    if (!runtime) {
+      if (name_version && !name_version->at_least(3, 7)) old_python = name_version;
+      if (!name_version && image->symbol("Py_Initialize")) old_python = parse_version_text("3.0");
+      continue;
+    }
+    PythonBinary bin;
+    bin.path = cand.path;
+    bin.open_path = open_path;
+    bin.shared_library = cand.is_libpython;
+    bin.stripped = !image->has_symtab();
+    bin.load_bias = image->is_executable() ? 0 : cand.offset0_start - image->first_load_vaddr();
+    bin.runtime_addr = runtime->value + bin.load_bias;
+    bin.runtime_size = runtime->size;
+    if (const auto sym = image->symbol("Py_Version")) {
+      if (const auto bytes = image->read_vaddr(sym->value, 4)) {
+        uint32_t hex = 0;
+        std::memcpy(&hex, bytes->data(), 4);
+        bin.version = version_from_hex(hex);
+        bin.version_source = "Py_Version";
+      }
+    }
+    if (bin.version_source.empty() && name_version) {
+      const auto exact = version_from_rodata(*image, *name_version);
+      bin.version = exact ? *exact : *name_version;
+      bin.version_source = exact ? "version string in .rodata" : "file name";
+    }
+    if (bin.version_source.empty()) {
+      // No name hint (an embedding executable): try every 3.x the tool knows of.
+      for (int minor = 7; minor <= 20 && bin.version_source.empty(); ++minor) {
+        if (const auto exact = version_from_rodata(*image, *parse_version_text("3." + std::to_string(minor)))) {
+          bin.version = *exact;
+          bin.version_source = "version string in .rodata";
+        }
+      }
+    }
+    if (bin.version_source.empty()) {
+      throw Error(ErrorKind::kNotPython, "found _PyRuntime in " + cand.path +
+                                             " but cannot tell which CPython version it is");
+    }
+    return bin;
+  }
+  if (old_python) {
+    throw Error(ErrorKind::kUnsupportedVersion,
+                "process " + std::to_string(pid) + " runs Python " + std::to_string(old_python->major) + "." +
+                    std::to_string(old_python->minor) + ", which gilspy does not support (3.8 to 3.14 are)");
+  }
+  std::string what = looked_at.empty() ? "no executable or library mapped" : "";
+  for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;
+  throw Error(ErrorKind::kNotPython,
+              "process " + std::to_string(pid) + " is not a CPython 3 process (no _PyRuntime in " + what + ")");
+}
+
+}  // namespace gilspy::elf
