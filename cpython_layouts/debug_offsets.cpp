@@ -133,7 +133,11 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   l.gc.home = GcHome::kInterp;
   l.gc.offset = static_cast<Off>(d.interp_gc);
   l.gc.known = d.gc_collecting.has_value() || (version.minor == 13 && !d.free_threaded);
-  if (d.gc_collecting) l.gc.collecting = static_cast<Off>(*d.gc_collecting);
+  if (d.gc_collecting) {
+    // The three 24-byte generation_stats entries sit right before `collecting` (3.13, 3.14.0).
+    l.gc.collecting = static_cast<Off>(*d.gc_collecting);
+    l.gc.stats = l.gc.collecting - 3 * l.gc.stats_stride;
+  }
   return l;
 }
 

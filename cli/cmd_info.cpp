@@ -1,0 +1,101 @@
+// `gilspy info -p PID`: one look at a running interpreter: version, where its GIL is, who holds it, who waits.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "elfutils/error.hpp"
+#include "sampler/attach.hpp"
+#include "sampler/task_syscall.hpp"
+#include "sampler/threads.hpp"
+
+namespace gilspy::cli {
+namespace {
+
+struct InfoOptions {
+  int pid = 0;
+  bool json = false;
+  double wait_s = 2.0;
+};
+
+std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+
+int run_info(const InfoOptions& o) {
+  sampler::RemoteMemoryReader reader(o.pid);
+  const auto in = sampler::attach(o.pid, reader, {.timeout_s = o.wait_s, .retry_interval_s = 0.01});
+  std::array<uint8_t, 256> gil_bytes{};
+  reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
+  const auto g = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
+
+  sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
+  std::vector<sampler::ThreadRef> threads(sampler::ThreadWalker::kMaxThreads);
+  bool truncated = false;
+  threads.resize(walker.walk(reader, threads, &truncated));
+
+  nlohmann::json rows = nlohmann::json::array();
+  int64_t holder_tid = 0;
+  for (const auto& t : threads) {
+    sampler::TaskSyscallFile file;
+    const auto task = file.open(o.pid, t.tid) ? file.read(in.gil_addr, in.layout.gil) : sampler::TaskState::kUnknown;
+    const bool holds = g.holder() == t.tstate;
+    if (holds) holder_tid = t.tid;
+    const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
+    rows.push_back({{"tid", t.tid}, {"tstate", hex(t.tstate)}, {"main", t.tid == o.pid}, {"state", state},
+                    {"task", sampler::to_string(task)}});
+  }
+  const auto& b = in.binary;
+  nlohmann::json j = {{"pid", o.pid},
+                      {"python_version", b.version.text()},
+                      {"version_source", b.version_source},
+                      {"binary", b.path},
+                      {"build", b.shared_library ? "shared" : "static"},
+                      {"stripped", b.stripped},
+                      {"free_threaded", in.layout.free_threaded},
+                      {"layout_source", in.layout.source},
+                      {"runtime_addr", hex(b.runtime_addr)},
+                      {"interp_addr", hex(in.interp_addr)},
+                      {"gil_addr", hex(in.gil_addr)},
+                      {"switch_interval_us", g.interval_us},
+                      {"locked", g.locked},
+                      {"holder_tid", holder_tid},
+                      {"switch_number", g.switch_number},
+                      {"waiters", g.waiters},
+                      {"threads_truncated", truncated},
+                      {"threads", rows}};
+  if (o.json) {
+    fmt::print("{}\n", j.dump());
+    return 0;
+  }
+  fmt::print("Python {} ({} {}{}), pid {}\n", b.version.text(), b.shared_library ? "libpython" : "static executable",
+             b.path, b.stripped ? ", stripped" : "", o.pid);
+  fmt::print("_PyRuntime {}  interpreter {}  GIL {}  switch interval {} us\n", hex(b.runtime_addr),
+             hex(in.interp_addr), hex(in.gil_addr), g.interval_us);
+  fmt::print("GIL: {}, switch number {}, {} thread(s) waiting on it\n\n",
+             g.locked == 1 ? (holder_tid ? fmt::format("held by thread {}", holder_tid) : "held by an unknown thread")
+                           : "free",
+             g.switch_number, g.waiters);
+  fmt::print("  {:>8}  {:<9} {:<14} {}\n", "TID", "GIL", "KERNEL", "");
+  for (const auto& r : rows) {
+    fmt::print("  {:>8}  {:<9} {:<14} {}\n", r["tid"].get<int64_t>(), r["state"].get<std::string>(),
+               r["task"].get<std::string>(), r["main"].get<bool>() ? "(main thread)" : "");
+  }
+  if (truncated) fmt::print("  ... more than {} threads; the rest are not shown\n", sampler::ThreadWalker::kMaxThreads);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_info_command(CLI::App& app) {
+  auto opts = std::make_shared<InfoOptions>();
+  auto* cmd = app.add_subcommand("info", "Show a running interpreter's GIL and threads once: version, where the GIL "
+                                         "is, who holds it, who waits for it.");
+  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
+  cmd->add_option("--wait", opts->wait_s,
+                  "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
+      ->default_val(2.0)
+      ->check(CLI::NonNegativeNumber);
+  return [opts] { return run_info(*opts); };
+}
+
+}  // namespace gilspy::cli

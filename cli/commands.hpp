@@ -1,0 +1,18 @@
+#pragma once
+// The subcommands. Each adds its options to the CLI11 app and runs; only main() turns errors into text and
+// exit codes.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace gilspy::cli {
+
+// Adds the subcommand and returns the function that runs it once parsing succeeded (its exit code).
+using Runner = std::function<int()>;
+Runner add_info_command(CLI::App& app);
+Runner add_record_command(CLI::App& app);
+Runner add_convert_command(CLI::App& app);
+
+// "1234" or "1234,1235" -> pids; throws Error(kUsage).
+std::vector<int> parse_pid_list(const std::string& text);
+
+}  // namespace gilspy::cli

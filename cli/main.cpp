@@ -1,0 +1,45 @@
+// gilspy: who holds CPython's GIL, who waits for it, thread by thread, from outside the process.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "elfutils/error.hpp"
+#include "gilspy_version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
+               "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
+               "gilspy"};
+  app.set_version_flag("-V,--version", gilspy::kGilspyVersion);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  std::map<const CLI::App*, gilspy::cli::Runner> runners;
+  for (auto add : {gilspy::cli::add_info_command, gilspy::cli::add_record_command, gilspy::cli::add_convert_command}) {
+    const size_t before = app.get_subcommands({}).size();
+    auto runner = add(app);
+    runners[app.get_subcommands({})[before]] = std::move(runner);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gilspy: error: %s\nRun 'gilspy --help' (or 'gilspy SUBCOMMAND --help') for usage.\n",
+                 e.what());
+    return 2;
+  }
+  try {
+    for (const auto* sub : app.get_subcommands()) return runners.at(sub)();
+    return 2;
+  } catch (const gilspy::Error& e) {
+    std::fprintf(stderr, "gilspy: error: %s\n", e.what());
+    return e.kind() == gilspy::ErrorKind::kUsage ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gilspy: internal error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,26 @@
+#include <charconv>
+
+#include "cli/commands.hpp"
+#include "elfutils/error.hpp"
+
+namespace gilspy::cli {
+
+std::vector<int> parse_pid_list(const std::string& text) {
+  std::vector<int> pids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int pid = 0;
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), pid);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || pid <= 0) {
+      throw Error(ErrorKind::kUsage, "\"" + part + "\" is not a process id (expected PID or PID,PID,...)");
+    }
+    pids.push_back(pid);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return pids;
+}
+
+}  // namespace gilspy::cli

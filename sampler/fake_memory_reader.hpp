@@ -1,0 +1,58 @@
+#pragma once
+// An in-memory stand-in for a target process: tests lay out structs at made-up addresses and the sampler
+// reads them through the same interface as a live process.
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "elfutils/error.hpp"
+#include "sampler/memory_reader.hpp"
+
+namespace gilspy::sampler {
+
+class FakeMemoryReader final : public MemoryReader {
+ public:
+  // Maps `size` zeroed bytes at `addr`.
+  void map(uint64_t addr, size_t size) { segments_[addr].assign(size, 0); }
+  template <class T>
+  void put(uint64_t addr, const T& value) {
+    write(addr, &value, sizeof value);
+  }
+  void write(uint64_t addr, const void* data, size_t len) {
+    std::memcpy(locate(addr, len), data, len);
+  }
+  void set_gone(bool gone) { gone_ = gone; }
+  size_t reads() const { return reads_; }
+
+  size_t read(std::span<const ReadRegion> regions) override {
+    if (gone_) throw Error(ErrorKind::kNoSuchProcess, "process has exited");
+    ++reads_;
+    size_t done = 0;
+    for (const auto& r : regions) {
+      uint8_t* src = find(r.remote, r.len);
+      if (src == nullptr) break;
+      std::memcpy(r.local, src, r.len);
+      ++done;
+    }
+    return done;
+  }
+
+ private:
+  uint8_t* find(uint64_t addr, size_t len) {
+    auto it = segments_.upper_bound(addr);
+    if (it == segments_.begin()) return nullptr;
+    --it;
+    if (addr + len > it->first + it->second.size()) return nullptr;
+    return it->second.data() + (addr - it->first);
+  }
+  uint8_t* locate(uint64_t addr, size_t len) {
+    uint8_t* p = find(addr, len);
+    if (p == nullptr) throw Error(ErrorKind::kBadAddress, "fake memory: write outside mapped segments");
+    return p;
+  }
+  std::map<uint64_t, std::vector<uint8_t>> segments_;
+  bool gone_ = false;
+  size_t reads_ = 0;
+};
+
+}  // namespace gilspy::sampler

@@ -1,0 +1,44 @@
+#pragma once
+// One reading of the GIL struct, decoded.
+#include <cstdint>
+#include <cstring>
+
+#include "cpython_layouts/layout.hpp"
+
+namespace gilspy::sampler {
+
+struct GilSample {
+  int32_t locked = -1;         // -1 not created, 0 free, 1 held
+  uint64_t last_holder = 0;    // PyThreadState* of the last taker (not cleared on release)
+  uint64_t switch_number = 0;  // hand-offs between different threads so far
+  uint64_t interval_us = 0;    // sys.getswitchinterval() in µs
+  uint32_t waiters = 0;        // threads inside pthread_cond_wait on the GIL's cond
+  bool enabled = true;         // false: free-threaded build running without a GIL
+
+  uint64_t holder() const { return locked == 1 ? last_holder : 0; }
+};
+
+inline GilSample decode_gil(const uint8_t* bytes, const layouts::GilLayout& g) {
+  auto u64 = [&](uint32_t off) {
+    uint64_t v;
+    std::memcpy(&v, bytes + off, 8);
+    return v;
+  };
+  auto i32 = [&](uint32_t off) {
+    int32_t v;
+    std::memcpy(&v, bytes + off, 4);
+    return v;
+  };
+  GilSample s;
+  s.locked = i32(g.locked);
+  s.last_holder = u64(g.last_holder);
+  s.switch_number = u64(g.switch_number);
+  s.interval_us = u64(g.interval);
+  uint32_t wrefs;
+  std::memcpy(&wrefs, bytes + g.cond + layouts::kGlibc.cond_wrefs, 4);
+  s.waiters = wrefs >> layouts::kGlibc.cond_wrefs_shift;
+  if (g.enabled) s.enabled = i32(*g.enabled) != 0;
+  return s;
+}
+
+}  // namespace gilspy::sampler

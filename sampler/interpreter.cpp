@@ -1,0 +1,71 @@
+#include "sampler/interpreter.hpp"
+
+#include <array>
+#include <vector>
+
+#include "cpython_layouts/debug_offsets.hpp"
+#include "elfutils/error.hpp"
+
+namespace gilspy::sampler {
+
+uint64_t locate_gil(MemoryReader& reader, const layouts::Layout& layout, uint64_t runtime_addr,
+                    uint64_t interp_addr) {
+  if (layout.gil_home == layouts::GilHome::kRuntime) return runtime_addr + layout.gil_offset;
+  const auto gil = reader.read_value<uint64_t>(interp_addr + layout.gil_offset, "the interpreter's ceval.gil");
+  if (gil == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no GIL yet");
+  return gil;
+}
+
+Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::PythonBinary& binary) {
+  Interpreter in;
+  in.pid = pid;
+  in.binary = binary;
+
+  // The runtime's first bytes hold _Py_DebugOffsets from 3.13 on; older runtimes are larger than this anyway.
+  std::vector<uint8_t> head(layouts::kDebugOffsetsReadSize);
+  if (binary.version.at_least(3, 13)) {
+    reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
+  }
+  in.layout = layouts::resolve_layout(binary.version, head);
+  const auto& l = in.layout;
+
+  in.interp_addr = reader.read_value<uint64_t>(binary.runtime_addr + l.runtime.interpreters_head,
+                                               "_PyRuntime.interpreters.head");
+  if (in.interp_addr == 0) throw Error(ErrorKind::kNotReady, "the interpreter is not initialised yet");
+  in.interp_id = reader.read_value<int64_t>(in.interp_addr + l.interp.id, "the interpreter's id");
+  in.gil_addr = locate_gil(reader, l, binary.runtime_addr, in.interp_addr);
+
+  std::array<uint8_t, 256> gil_bytes{};
+  reader.read_exact(in.gil_addr, gil_bytes.data(), l.gil.size, "the GIL struct");
+  in.first_gil = decode_gil(gil_bytes.data(), l.gil);
+  if (!in.first_gil.enabled) {
+    throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " runs a free-threaded Python " +
+                                       binary.version.text() + " with the GIL disabled: there is no GIL to trace");
+  }
+  if (in.first_gil.locked == -1) throw Error(ErrorKind::kNotReady, "the GIL is not created yet");
+  if (in.first_gil.locked != 0 && in.first_gil.locked != 1) {
+    throw Error(ErrorKind::kLayoutMismatch, "the GIL struct of Python " + binary.version.text() +
+                                                " does not look right (locked = " +
+                                                std::to_string(in.first_gil.locked) + "); refusing to guess");
+  }
+  if (in.first_gil.interval_us == 0 || in.first_gil.interval_us > 100'000'000) {
+    throw Error(ErrorKind::kLayoutMismatch, "the GIL's switch interval reads " +
+                                                std::to_string(in.first_gil.interval_us) +
+                                                " µs, which is not plausible; refusing to guess");
+  }
+
+  // The first thread state must point back at this interpreter.
+  const auto tstate = reader.read_value<uint64_t>(in.interp_addr + l.interp.threads_head, "the thread list head");
+  if (tstate == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no thread state yet");
+  const auto back = reader.read_value<uint64_t>(tstate + l.tstate.interp, "a thread state's interp pointer");
+  if (back != in.interp_addr) {
+    throw Error(ErrorKind::kLayoutMismatch, "a thread state of Python " + binary.version.text() +
+                                                " does not point back at its interpreter; refusing to guess");
+  }
+  if (l.gc.known) {
+    in.gc_addr = (l.gc.home == layouts::GcHome::kRuntime ? binary.runtime_addr : in.interp_addr) + l.gc.offset;
+  }
+  return in;
+}
+
+}  // namespace gilspy::sampler

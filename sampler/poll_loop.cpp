@@ -1,0 +1,109 @@
+#include "sampler/poll_loop.hpp"
+
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+namespace gilspy::sampler {
+
+int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+
+void sleep_until(int64_t deadline_ns) {
+  timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+}  // namespace
+
+void PollLoop::emit_stats(std::span<ProcessSampler* const> samplers, int64_t now) {
+  for (size_t i = 0; i < samplers.size(); ++i) {
+    const ProcessSampler* s = samplers[i];
+    Event e;
+    e.type = EventType::kStats;
+    e.process = static_cast<uint16_t>(i);
+    e.ts_ns = now;
+    e.a = s->counters().polls.load(std::memory_order_relaxed);
+    e.b = counters_.late.load(std::memory_order_relaxed);
+    e.c = s->counters().handoffs_seen.load(std::memory_order_relaxed);
+    e.d = s->counters().handoffs_total.load(std::memory_order_relaxed);
+    e.dur_ns = static_cast<int64_t>(counters_.missed.load(std::memory_order_relaxed));
+    queue_.push(e);
+  }
+}
+
+StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop) {
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // 1 ns: the default 50 µs slack would blur a 100 µs period
+  const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
+  const int64_t start = monotonic_ns();
+  const int64_t end = options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
+  counters_.start_ns = start;
+  int64_t deadline = start;
+  int64_t next_stats = start + 1'000'000'000;
+  std::vector<bool> live(samplers.size(), true);  // before the loop: the loop itself never allocates
+  size_t live_count = samplers.size();
+
+  StopReason reason = StopReason::kStopped;
+  while (true) {
+    if (stop.load(std::memory_order_relaxed)) {
+      reason = StopReason::kStopped;
+      break;
+    }
+    if (!options_.busy) sleep_until(deadline - options_.spin_ns);
+    int64_t now = monotonic_ns();
+    while (now < deadline) now = monotonic_ns();  // busy mode, or the last spin_ns
+    if (now >= end) {
+      reason = StopReason::kDuration;
+      break;
+    }
+    const int64_t lateness = now - deadline;
+    if (lateness > period / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
+    if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed)) counters_.max_lateness_ns = lateness;
+    for (size_t i = 0; i < samplers.size(); ++i) {
+      if (live[i] && !samplers[i]->poll(now)) {
+        live[i] = false;
+        --live_count;
+      }
+    }
+    counters_.polls.fetch_add(1, std::memory_order_relaxed);
+    counters_.last_ns = now;
+    if (live_count == 0) {
+      reason = StopReason::kTargetsGone;
+      break;
+    }
+    if (now >= next_stats) {
+      emit_stats(samplers, now);
+      next_stats += 1'000'000'000;
+    }
+    deadline += period;
+    const int64_t after = monotonic_ns();
+    if (after - deadline >= period) {
+      // We ran over whole periods: skip those deadlines, and say so.
+      const int64_t skipped = (after - deadline) / period;
+      counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
+      deadline += skipped * period;
+    }
+  }
+  const int64_t t_end = std::min(monotonic_ns(), end);
+  for (auto* s : samplers) s->finish(t_end);
+  emit_stats(samplers, t_end);
+  counters_.last_ns = t_end;
+  return reason;
+}
+
+}  // namespace gilspy::sampler

@@ -1,0 +1,222 @@
+#include "sampler/process_sampler.hpp"
+
+#include "elfutils/error.hpp"
+
+namespace gilspy::sampler {
+
+ProcTaskStateSource::ProcTaskStateSource(pid_t pid, uint64_t gil_addr, const layouts::GilLayout& gil)
+    : pid_(pid), gil_addr_(gil_addr), gil_(gil), files_(ThreadWalker::kMaxThreads) {}
+
+void ProcTaskStateSource::thread_added(size_t slot, int32_t tid) { files_[slot].open(pid_, tid); }
+void ProcTaskStateSource::thread_removed(size_t slot) { files_[slot].close(); }
+TaskState ProcTaskStateSource::read(size_t slot) { return files_[slot].read(gil_addr_, gil_); }
+
+ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks,
+                               EventQueue& queue, uint16_t process_index, SamplerOptions options)
+    : interp_(interp),
+      reader_(reader),
+      tasks_(tasks),
+      queue_(queue),
+      process_index_(process_index),
+      options_(options),
+      walker_(interp.pid, interp.layout, interp.interp_addr),
+      tracks_(ThreadWalker::kMaxThreads),
+      walk_buffer_(ThreadWalker::kMaxThreads),
+      regions_(1 + ThreadWalker::kMaxThreads),
+      identity_words_(ThreadWalker::kMaxThreads),
+      gil_bytes_(interp.layout.gil.size) {}
+
+size_t ProcessSampler::thread_count() const {
+  size_t n = 0;
+  for (const auto& t : tracks_) n += t.active ? 1 : 0;
+  return n;
+}
+
+int ProcessSampler::find_track(uint64_t tstate) const {
+  if (tstate == 0) return -1;
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    if (tracks_[i].active && tracks_[i].ref.tstate == tstate) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void ProcessSampler::emit(EventType type, int32_t tid, int64_t ts, int64_t dur, uint64_t a) {
+  Event e;
+  e.type = type;
+  e.process = process_index_;
+  e.tid = tid;
+  e.ts_ns = ts;
+  e.dur_ns = dur;
+  e.a = a;
+  queue_.push(e);  // a full queue is counted by the queue itself
+}
+
+void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
+  if (t.role == role) return;
+  if (at < t.since_ns) at = t.since_ns;
+  if (t.role == GilRole::kHolding) emit(EventType::kHold, t.ref.tid, t.since_ns, at - t.since_ns);
+  if (t.role == GilRole::kWaiting) emit(EventType::kWait, t.ref.tid, t.since_ns, at - t.since_ns);
+  t.role = role;
+  t.since_ns = at;
+}
+
+void ProcessSampler::rewalk(int64_t t_mid) {
+  counters_.walks.fetch_add(1, std::memory_order_relaxed);
+  const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_);
+  // Threads no longer in the list (or whose state was reused by another thread) end here.
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    Track& t = tracks_[i];
+    if (!t.active) continue;
+    bool still = false;
+    for (size_t j = 0; j < n && !still; ++j) {
+      still = walk_buffer_[j].tstate == t.ref.tstate && walker_.identity_value(walk_buffer_[j]) == t.identity &&
+              walk_buffer_[j].tid == t.ref.tid;
+    }
+    if (!still) {
+      set_role(t, GilRole::kReleased, t_mid);
+      emit(EventType::kThreadEnd, t.ref.tid, t_mid);
+      tasks_.thread_removed(i);
+      t.active = false;
+    }
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (find_track(walk_buffer_[j].tstate) >= 0) continue;
+    for (size_t i = 0; i < tracks_.size(); ++i) {
+      Track& t = tracks_[i];
+      if (t.active) continue;
+      t = Track{};
+      t.active = true;
+      t.ref = walk_buffer_[j];
+      t.identity = walker_.identity_value(t.ref);
+      t.since_ns = t_mid;
+      tasks_.thread_added(i, t.ref.tid);
+      emit(EventType::kThreadStart, t.ref.tid, t_mid, 0, t.ref.tstate);
+      break;
+    }
+  }
+}
+
+GilRole ProcessSampler::role_from_task(const Track& t, TaskState s, bool unseen_handoffs) const {
+  switch (s) {
+    case TaskState::kGilCond:
+    case TaskState::kGilMutex:
+      return GilRole::kWaiting;
+    case TaskState::kRunning:
+      // A woken waiter reads "running" until it really takes the GIL, so a waiter stays one, unless the GIL
+      // changed hands more often than we saw: then it may have taken and dropped it between two polls.
+      if (t.role == GilRole::kWaiting && !unseen_handoffs) return GilRole::kWaiting;
+      return GilRole::kReleased;
+    case TaskState::kUnknown:
+    case TaskState::kGone:
+      return t.role == GilRole::kHolding ? GilRole::kReleased : t.role;
+    case TaskState::kSwitchWait:
+    case TaskState::kOtherSyscall:
+      return GilRole::kReleased;
+  }
+  return GilRole::kReleased;
+}
+
+bool ProcessSampler::poll(int64_t t_now) {
+  if (gone_) return false;
+  // 1. One read: the GIL struct, then the identity word of every known thread.
+  size_t nregions = 0;
+  regions_[nregions++] = {interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    if (!tracks_[i].active) continue;
+    regions_[nregions++] = {walker_.identity_addr(tracks_[i].ref), &identity_words_[i], 8};
+  }
+  size_t got = 0;
+  try {
+    got = reader_.read({regions_.data(), nregions});
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNoSuchProcess) throw;
+    finish(started_ ? t_prev_ : t_now);
+    return false;
+  }
+  if (got == 0) {
+    // The GIL is unreadable: the interpreter is being torn down. Treat a second failure in a row as the end.
+    counters_.failed_reads.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  counters_.polls.fetch_add(1, std::memory_order_relaxed);
+  const GilSample g = decode_gil(gil_bytes_.data(), interp_.layout.gil);
+  if (!started_) {
+    prev_ = g;
+    t_prev_ = t_now;
+    started_ = true;
+    rewalk(t_now);
+    last_walk_ns_ = t_now;
+  }
+  const int64_t t_mid = t_prev_ + (t_now - t_prev_) / 2;
+
+  // 2. Thread list upkeep: a vanished or reused thread state, an unknown holder, or time.
+  bool dirty = got < nregions;
+  for (size_t i = 0, r = 1; i < tracks_.size() && !dirty; ++i) {
+    if (!tracks_[i].active) continue;
+    dirty = r < got && identity_words_[i] != tracks_[i].identity;
+    ++r;
+  }
+  if (g.holder() != 0 && find_track(g.holder()) < 0) dirty = true;
+  const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
+  if (dirty || periodic) {
+    rewalk(t_mid);
+    last_walk_ns_ = t_now;
+  }
+  const int holder = find_track(g.holder());
+  if (g.holder() != 0 && holder < 0) counters_.unknown_holder_polls.fetch_add(1, std::memory_order_relaxed);
+
+  // 3. Hand-offs: switch_number counts every take by a different thread; we saw one if a new holder is there.
+  const uint64_t delta = g.switch_number >= prev_.switch_number ? g.switch_number - prev_.switch_number : 0;
+  const uint64_t seen = (g.locked == 1 && g.last_holder != prev_.last_holder && delta > 0) ? 1 : 0;
+  counters_.handoffs_total.fetch_add(delta, std::memory_order_relaxed);
+  counters_.handoffs_seen.fetch_add(seen, std::memory_order_relaxed);
+  const bool unseen_handoffs = delta > seen;
+
+  // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters can
+  //    only shrink when the holder changes; it grows when the cond's waiter count goes past what we know.
+  size_t known_waiting = 0;
+  for (const auto& t : tracks_) known_waiting += (t.active && t.role == GilRole::kWaiting) ? 1 : 0;
+  const bool holder_changed = g.holder() != prev_.holder() || delta > 0;
+  const bool scan_all = periodic || (holder_changed && (g.waiters > 0 || known_waiting > 0));
+  const bool scan_released = !scan_all && g.waiters > known_waiting;
+
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    Track& t = tracks_[i];
+    if (!t.active) continue;
+    if (static_cast<int>(i) == holder) {
+      if (t.role == GilRole::kHolding && delta > 0) {
+        // Same holder, but the GIL changed hands in between: it dropped and took it again.
+        set_role(t, GilRole::kReleased, t_mid);
+      }
+      set_role(t, GilRole::kHolding, t_mid);
+      continue;
+    }
+    const bool ask = scan_all || (scan_released && t.role == GilRole::kReleased) ||
+                     (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0));
+    if (ask) {
+      counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
+      set_role(t, role_from_task(t, tasks_.read(i), unseen_handoffs), t_mid);
+    } else if (t.role == GilRole::kHolding) {
+      set_role(t, GilRole::kReleased, t_mid);
+    }
+  }
+  if (g.waiters != prev_.waiters) emit(EventType::kWaiters, 0, t_now, 0, g.waiters);
+  prev_ = g;
+  t_prev_ = t_now;
+  return true;
+}
+
+void ProcessSampler::finish(int64_t t_end) {
+  if (gone_) return;
+  gone_ = true;
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    Track& t = tracks_[i];
+    if (!t.active) continue;
+    set_role(t, GilRole::kReleased, t_end);
+    emit(EventType::kThreadEnd, t.ref.tid, t_end);
+    tasks_.thread_removed(i);
+    t.active = false;
+  }
+}
+
+}  // namespace gilspy::sampler

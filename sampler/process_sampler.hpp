@@ -1,0 +1,115 @@
+#pragma once
+// Everything one poll does for one target process: one batched read of the GIL struct and of one identity word
+// per known thread, thread-list upkeep, naming the waiters, and turning what changed into hold / wait
+// intervals. Fixed-size tables are allocated at construction; poll() itself never allocates.
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "sampler/events.hpp"
+#include "sampler/interpreter.hpp"
+#include "sampler/task_syscall.hpp"
+#include "sampler/threads.hpp"
+
+namespace gilspy::sampler {
+
+// Where a thread's task state comes from: /proc in real life, a script in tests.
+class TaskStateSource {
+ public:
+  virtual ~TaskStateSource() = default;
+  virtual void thread_added(size_t slot, int32_t tid) = 0;
+  virtual void thread_removed(size_t slot) = 0;
+  virtual TaskState read(size_t slot) = 0;
+};
+
+class ProcTaskStateSource final : public TaskStateSource {
+ public:
+  ProcTaskStateSource(pid_t pid, uint64_t gil_addr, const layouts::GilLayout& gil);
+  void thread_added(size_t slot, int32_t tid) override;
+  void thread_removed(size_t slot) override;
+  TaskState read(size_t slot) override;
+
+ private:
+  pid_t pid_;
+  uint64_t gil_addr_;
+  layouts::GilLayout gil_;
+  std::vector<TaskSyscallFile> files_;
+};
+
+enum class GilRole : uint8_t { kReleased, kWaiting, kHolding };
+
+// Counters another thread may read while the sampler runs (status line).
+struct SamplerCounters {
+  std::atomic<uint64_t> polls{0};
+  std::atomic<uint64_t> failed_reads{0};
+  std::atomic<uint64_t> handoffs_seen{0};
+  std::atomic<uint64_t> handoffs_total{0};
+  std::atomic<uint64_t> task_reads{0};
+  std::atomic<uint64_t> walks{0};
+  std::atomic<uint64_t> unknown_holder_polls{0};
+};
+
+struct SamplerOptions {
+  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
+};
+
+class ProcessSampler {
+ public:
+  ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks, EventQueue& queue,
+                 uint16_t process_index, SamplerOptions options = {});
+
+  // One poll at time `t_now` (CLOCK_MONOTONIC ns). Returns false once the process is gone; by then every open
+  // interval has been closed. Throws Error(kPermission) (the only error that is not a normal end).
+  bool poll(int64_t t_now);
+  // Closes every open interval at `t_end` (end of the recording).
+  void finish(int64_t t_end);
+
+  const SamplerCounters& counters() const { return counters_; }
+  const GilSample& last_sample() const { return prev_; }
+  const Interpreter& interpreter() const { return interp_; }
+  size_t thread_count() const;
+  bool truncated_threads() const { return truncated_; }
+
+ private:
+  struct Track {
+    bool active = false;
+    ThreadRef ref;
+    uint64_t identity = 0;  // expected value of the identity word
+    GilRole role = GilRole::kReleased;
+    int64_t since_ns = 0;
+  };
+
+  void rewalk(int64_t t_mid);
+  int find_track(uint64_t tstate) const;
+  void set_role(Track& t, GilRole role, int64_t at);
+  void emit(EventType type, int32_t tid, int64_t ts, int64_t dur = 0, uint64_t a = 0);
+  GilRole role_from_task(const Track& t, TaskState s, bool unseen_handoffs) const;
+
+  Interpreter interp_;
+  MemoryReader& reader_;
+  TaskStateSource& tasks_;
+  EventQueue& queue_;
+  uint16_t process_index_;
+  SamplerOptions options_;
+  ThreadWalker walker_;
+  SamplerCounters counters_;
+
+  std::vector<Track> tracks_;           // kMaxThreads slots
+  std::vector<ThreadRef> walk_buffer_;  // kMaxThreads
+  std::vector<ReadRegion> regions_;     // 1 + kMaxThreads
+  std::vector<uint64_t> identity_words_;
+  std::vector<uint8_t> gil_bytes_;
+  bool truncated_ = false;
+
+  bool started_ = false;
+  bool gone_ = false;
+  GilSample prev_;
+  int64_t t_prev_ = 0;
+  int64_t last_walk_ns_ = 0;
+  int64_t last_stats_ns_ = 0;
+  uint64_t late_polls_ = 0;
+};
+
+}  // namespace gilspy::sampler

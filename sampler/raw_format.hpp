@@ -1,0 +1,114 @@
+#pragma once
+// The raw recording format, all of it (docs/raw-format.md explains it for users). One file per target process,
+// `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format, whose second line is the
+// metadata, then one event per line, then the summary:
+//
+//   {"format":"gilspy-raw","format_version":1,
+//   "meta":{...},
+//   "events":[
+//   ["T",tid,ts,"name",tstate],      thread seen (tstate: address of its PyThreadState)
+//   ["H",tid,ts,dur],                the thread held the GIL from ts for dur
+//   ["W",tid,ts,dur],                the thread waited for the GIL (inside take_gil) from ts for dur
+//   ["N",ts,n],                      n threads wait on the GIL's condition variable from ts on
+//   ["E",tid,ts],                    the thread is gone (or the recording ended)
+//   ["S",ts,polls,late,missed,seen,total]   counters so far (about once a second)
+//   ["F"]],                          end of events
+//   "summary":{...}}
+//
+// ts and dur are integers, nanoseconds; ts counts from meta.clock.monotonic_ns (CLOCK_MONOTONIC at the start,
+// taken together with meta.clock.realtime_ns, CLOCK_REALTIME, so a reader can place events on the Unix epoch).
+// Events of one thread come in time order; events of different threads may interleave out of order (an
+// interval is written when it ends). The file is written under `<name>.partial`, flushed about every 100 ms
+// and renamed when complete: a killed recording leaves a `.partial` that readers recover up to its last full
+// line.
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <istream>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace gilspy::raw {
+
+inline constexpr const char* kFormatName = "gilspy-raw";
+inline constexpr int kFormatVersion = 1;
+
+struct Meta {
+  std::string gilspy_version;
+  int64_t pid = 0;
+  int64_t rank = 0;
+  std::string python_version;
+  std::string python_binary;
+  std::string build;  // "shared" (libpython) or "static"
+  bool free_threaded = false;
+  std::string command;  // the target's command line
+  std::string hostname;
+  int64_t monotonic_ns = 0;
+  int64_t realtime_ns = 0;
+  double rate_hz = 0;
+  uint64_t switch_interval_us = 0;
+  uint64_t gil_addr = 0;
+};
+nlohmann::json to_json(const Meta& m);
+Meta meta_from_json(const nlohmann::json& j);  // throws Error(kBadInput) naming the missing field
+
+enum class RecordKind : char {
+  kThread = 'T',
+  kHold = 'H',
+  kWait = 'W',
+  kWaiters = 'N',
+  kThreadEnd = 'E',
+  kStats = 'S',
+  kEnd = 'F',
+};
+
+struct Record {
+  RecordKind kind = RecordKind::kEnd;
+  int64_t tid = 0;
+  int64_t ts = 0;
+  int64_t dur = 0;
+  uint64_t n = 0;  // waiters; for kThread the tstate address
+  std::string name;
+  uint64_t polls = 0, late = 0, missed = 0, seen = 0, total = 0;
+};
+std::string record_line(const Record& r);  // without separator
+
+// Writes one raw file. Not thread-safe; used by the recorder's writer side only.
+class Writer {
+ public:
+  // Creates `final_path + ".partial"` and writes the header. Throws Error(kIo).
+  Writer(std::string final_path, const Meta& meta);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  void write(const Record& r);
+  void flush();
+  // Ends the events, writes the summary, closes and renames to the final path. Throws Error(kIo).
+  void finish(const nlohmann::json& summary);
+  const std::string& final_path() const { return final_path_; }
+  const std::string& partial_path() const { return partial_path_; }
+
+ private:
+  std::string final_path_;
+  std::string partial_path_;
+  std::FILE* file_ = nullptr;
+  bool first_event_ = true;
+};
+
+// What reading a file found.
+struct ReadResult {
+  bool complete = false;       // the whole document parsed, summary included
+  size_t records = 0;
+  std::optional<nlohmann::json> summary;
+  std::string problem;         // when !complete: why the rest could not be read, and where
+};
+
+// Streams a raw file: `on_meta` once, then `on_record` per event, memory independent of the file's length.
+// A file cut short (killed recording) yields everything up to its last complete event and complete == false.
+// Throws Error(kBadInput) when the file is not a gilspy raw file at all (empty, garbage, wrong shape, no meta).
+ReadResult read(std::istream& in, const std::string& name, const std::function<void(const Meta&)>& on_meta,
+                const std::function<void(const Record&)>& on_record);
+
+}  // namespace gilspy::raw

@@ -1,0 +1,116 @@
+#include "sampler/summary.hpp"
+
+#include <algorithm>
+
+namespace gilspy::raw {
+
+double ThreadSummary::hold_share() const {
+  const int64_t life = last_ns - first_ns;
+  return life > 0 ? static_cast<double>(hold_ns) / static_cast<double>(life) : 0.0;
+}
+double ThreadSummary::wait_share() const {
+  const int64_t life = last_ns - first_ns;
+  return life > 0 ? static_cast<double>(wait_ns) / static_cast<double>(life) : 0.0;
+}
+
+void SummaryBuilder::add(const Record& r) {
+  last_ts_ = std::max(last_ts_, r.ts + r.dur);
+  auto thread = [&]() -> ThreadSummary& {
+    auto [it, inserted] = threads_.try_emplace(r.tid);
+    if (inserted) {
+      it->second.tid = r.tid;
+      order_.push_back(r.tid);
+    }
+    return it->second;
+  };
+  switch (r.kind) {
+    case RecordKind::kThread: {
+      ThreadSummary& t = thread();
+      t.name = r.name;
+      if (t.first_ns < 0 || r.ts < t.first_ns) t.first_ns = r.ts;
+      t.last_ns = std::max(t.last_ns, r.ts);
+      break;
+    }
+    case RecordKind::kThreadEnd: {
+      ThreadSummary& t = thread();
+      t.last_ns = std::max(t.last_ns, r.ts);
+      break;
+    }
+    case RecordKind::kHold:
+    case RecordKind::kWait: {
+      ThreadSummary& t = thread();
+      if (t.first_ns < 0 || r.ts < t.first_ns) t.first_ns = r.ts;
+      t.last_ns = std::max(t.last_ns, r.ts + r.dur);
+      if (r.kind == RecordKind::kHold) {
+        t.hold_ns += r.dur;
+        ++t.holds;
+        t.longest_hold_ns = std::max(t.longest_hold_ns, r.dur);
+        total_hold_ns_ += r.dur;
+      } else {
+        t.wait_ns += r.dur;
+        ++t.waits;
+        t.longest_wait_ns = std::max(t.longest_wait_ns, r.dur);
+      }
+      break;
+    }
+    case RecordKind::kStats:
+      stats_ = r;
+      break;
+    case RecordKind::kWaiters:
+    case RecordKind::kEnd:
+      break;
+  }
+}
+
+std::vector<ThreadSummary> SummaryBuilder::threads() const {
+  std::vector<ThreadSummary> out;
+  for (const int64_t tid : order_) out.push_back(threads_.at(tid));
+  return out;
+}
+
+double SummaryBuilder::coverage() const {
+  return stats_.total == 0 ? 1.0 : static_cast<double>(stats_.seen) / static_cast<double>(stats_.total);
+}
+
+double SummaryBuilder::gil_busy_share() const {
+  const int64_t d = duration_ns();
+  return d > 0 ? static_cast<double>(total_hold_ns_) / static_cast<double>(d) : 0.0;
+}
+
+nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loop) const {
+  const double seconds = static_cast<double>(duration_ns()) / 1e9;
+  nlohmann::json threads = nlohmann::json::array();
+  for (const auto& t : this->threads()) {
+    threads.push_back({{"tid", t.tid},
+                       {"name", t.name},
+                       {"first_ns", t.first_ns},
+                       {"last_ns", t.last_ns},
+                       {"hold_ns", t.hold_ns},
+                       {"wait_ns", t.wait_ns},
+                       {"hold_share", t.hold_share()},
+                       {"wait_share", t.wait_share()},
+                       {"holds", t.holds},
+                       {"waits", t.waits},
+                       {"longest_hold_ns", t.longest_hold_ns},
+                       {"longest_wait_ns", t.longest_wait_ns}});
+  }
+  return {{"duration_ns", duration_ns()},
+          {"stop_reason", loop.stop_reason},
+          {"rate_asked_hz", rate_asked},
+          {"polls", stats_.polls},
+          {"rate_achieved_hz", seconds > 0 ? static_cast<double>(stats_.polls) / seconds : 0.0},
+          {"late_polls", loop.late},
+          {"missed_polls", loop.missed},
+          {"max_lateness_ns", loop.max_lateness_ns},
+          {"dropped_events", loop.dropped_events},
+          {"unknown_holder_polls", loop.unknown_holder_polls},
+          {"task_reads", loop.task_reads},
+          {"threads_truncated", loop.threads_truncated},
+          {"handoffs_seen", stats_.seen},
+          {"handoffs_total", stats_.total},
+          {"coverage", coverage()},
+          {"gil_busy_share", gil_busy_share()},
+          {"threads", threads}};
+}
+
+}  // namespace gilspy::raw

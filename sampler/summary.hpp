@@ -1,0 +1,55 @@
+#pragma once
+// Per-thread and whole-GIL figures from a stream of raw records: what `record` prints at the end and writes as
+// the summary, and what `convert` rebuilds for a recording that was killed before it could write its own.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sampler/raw_format.hpp"
+
+namespace gilspy::raw {
+
+struct ThreadSummary {
+  int64_t tid = 0;
+  std::string name;
+  int64_t first_ns = -1, last_ns = -1;  // lifetime seen in the recording
+  int64_t hold_ns = 0, wait_ns = 0;
+  uint64_t holds = 0, waits = 0;
+  int64_t longest_hold_ns = 0, longest_wait_ns = 0;
+  double hold_share() const;  // of the thread's lifetime in the recording
+  double wait_share() const;
+};
+
+struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
+  uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
+  int64_t max_lateness_ns = 0;
+  std::string stop_reason;
+  bool threads_truncated = false;
+};
+
+class SummaryBuilder {
+ public:
+  void add(const Record& r);
+  void set_end(int64_t end_ns) { end_ns_ = end_ns; }
+  int64_t duration_ns() const { return end_ns_ > 0 ? end_ns_ : last_ts_; }
+  std::vector<ThreadSummary> threads() const;  // in order of appearance
+  uint64_t handoffs_seen() const { return stats_.seen; }
+  uint64_t handoffs_total() const { return stats_.total; }
+  uint64_t polls() const { return stats_.polls; }
+  double coverage() const;         // hand-offs seen / happened; 1 when none happened
+  double gil_busy_share() const;   // all holds / duration
+  nlohmann::json to_json(double rate_asked, const LoopFigures& loop) const;
+
+ private:
+  std::map<int64_t, ThreadSummary> threads_;
+  std::vector<int64_t> order_;
+  Record stats_;
+  int64_t end_ns_ = 0;
+  int64_t last_ts_ = 0;
+  int64_t total_hold_ns_ = 0;
+};
+
+}  // namespace gilspy::raw

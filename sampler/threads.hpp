@@ -1,0 +1,53 @@
+#pragma once
+// The interpreter's thread states and the OS thread behind each one.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "cpython_layouts/layout.hpp"
+#include "sampler/memory_reader.hpp"
+
+namespace gilspy::sampler {
+
+struct ThreadRef {
+  uint64_t tstate = 0;      // PyThreadState* in the target
+  uint64_t pthread_id = 0;  // tstate->thread_id
+  int32_t tid = 0;          // OS thread id, 0 when it could not be found
+};
+
+// Does /proc/PID/task/TID exist?
+bool task_exists(pid_t pid, int32_t tid);
+
+class ThreadWalker {
+ public:
+  static constexpr size_t kMaxThreads = 512;  // per process; more are counted, not followed
+
+  ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr)
+      : pid_(pid), layout_(layout), interp_addr_(interp_addr) {}
+
+  // Walks the thread list into `out` and returns how many were found (at most out.size(); `truncated` tells
+  // if there were more). Never allocates. A thread state whose `interp` does not point back ends the walk
+  // (the list changed under us): the caller walks again later.
+  size_t walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated = nullptr);
+
+  // The word that changes when a thread state is freed or reused: per poll, the sampler reads it for each
+  // known thread and compares with `identity_value`.
+  uint64_t identity_addr(const ThreadRef& t) const;
+  uint64_t identity_value(const ThreadRef& t) const;
+
+  // Before 3.11 the TID comes from glibc's struct pthread. The offset is a guess (x86-64 glibc 2.36) that is
+  // checked against /proc/PID/task on the first walk and searched for when wrong.
+  std::optional<uint32_t> pthread_tid_offset() const { return pthread_tid_offset_; }
+
+ private:
+  void calibrate_pthread_tid(MemoryReader& reader, std::span<const ThreadRef> threads);
+  pid_t pid_;
+  layouts::Layout layout_;
+  uint64_t interp_addr_;
+  std::optional<uint32_t> pthread_tid_offset_;
+  bool calibrated_ = false;
+};
+
+}  // namespace gilspy::sampler
