@@ -1,7 +1,55 @@
+// `gilspy record`: every thread's hold / wait / release timeline into GIL_<pid>_rank_<rank>.json (+ trace).
+#include <cstdlib>
+
 #include "cli/commands.hpp"
+#include "cli/record_session.hpp"
+#include "elfutils/error.hpp"
+
 namespace gilspy::cli {
+
 Runner add_record_command(CLI::App& app) {
-  app.add_subcommand("record", "Record");
-  return [] { return 0; };
+  auto opts = std::make_shared<RecordOptions>();
+  auto pid_text = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "record",
+      "Record who holds and who waits for the GIL, thread by thread, into GIL_<pid>_rank_<rank>.json and a Chrome "
+      "trace beside it.\n"
+      "  gilspy record -p PID[,PID...] [-d SECONDS]     attach to running processes\n"
+      "  gilspy record [options] -- python3 script.py   launch a program and record it until it exits\n"
+      "Exit status: 0 when the recording ended as asked (duration reached; Ctrl+C/SIGTERM or the target's exit "
+      "when no duration was given; launch mode passes the program's own exit status through); 1 on errors and when "
+      "a target exited before the duration; 128+N when signal N cut a timed recording short. The files are "
+      "complete and valid in every case.");
+  cmd->add_option("-p,--pid", *pid_text, "Process id(s) to record, comma-separated");
+  cmd->add_option("-d,--duration", opts->duration_s,
+                  "Seconds to record (default: until Ctrl+C or every target has exited)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-r,--rate", opts->rate_hz, "Polls per second")->default_val(10000)->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("-o,--output-dir", opts->output_dir,
+                  "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)");
+  cmd->add_flag("--no-trace", opts->no_trace, "Write only the raw file, not the Chrome trace");
+  cmd->add_flag("--busy", opts->busy,
+                "Spin instead of sleeping between polls: the highest rates (100 kHz and more), one core busy");
+  cmd->add_flag("-q,--quiet", opts->quiet, "Print only where the files went, no summary table");
+  cmd->add_flag("!--no-status", opts->status, "No live status line on the terminal");
+  cmd->add_option("--attach-timeout", opts->attach_timeout_s,
+                  "Seconds to wait for a launched program's interpreter to start")
+      ->default_val(10.0)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("command", opts->command, "Program to launch and record (after --)");
+  cmd->positionals_at_end(true);
+  return [opts, pid_text] {
+    if (!pid_text->empty()) opts->pids = parse_pid_list(*pid_text);
+    if (opts->pids.empty() == opts->command.empty()) {
+      throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both or "
+                                     "neither");
+    }
+    if (opts->output_dir.empty()) {
+      const char* env = std::getenv("GILSPY_OUTPUT_DIR");
+      opts->output_dir = env != nullptr && *env != '\0' ? env : ".";
+    }
+    return run_record(*opts);
+  };
 }
+
 }  // namespace gilspy::cli

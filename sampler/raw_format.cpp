@@ -245,7 +245,7 @@ class RawSax final : public nlohmann::json_sax<json> {
     return open(json::object());
   }
   bool end_object() override {
-    if (depth_ == 1) {
+    if (depth_ == 1 && builder_depth_ == 0) {
       --depth_;
       return true;
     }
@@ -253,7 +253,7 @@ class RawSax final : public nlohmann::json_sax<json> {
   }
   bool start_array(std::size_t) override {
     if (depth_ == 0) return shape("a JSON array, not an object");
-    if (depth_ == 1 && key_ == "events") {
+    if (depth_ == 1 && builder_depth_ == 0 && key_ == "events") {
       if (!meta_seen_) return shape("events before meta");
       ++depth_;
       in_events_ = true;
@@ -262,7 +262,7 @@ class RawSax final : public nlohmann::json_sax<json> {
     return open(json::array());
   }
   bool end_array() override {
-    if (in_events_ && depth_ == 2) {
+    if (in_events_ && depth_ == 2 && builder_depth_ == 0) {
       in_events_ = false;
       --depth_;
       return true;
@@ -270,7 +270,7 @@ class RawSax final : public nlohmann::json_sax<json> {
     return close();
   }
   bool key(string_t& k) override {
-    if (depth_ == 1) {
+    if (depth_ == 1 && builder_depth_ == 0) {
       key_ = k;
       if (k == "meta" || k == "summary") builder_.begin();
     } else {
@@ -339,7 +339,13 @@ class RawSax final : public nlohmann::json_sax<json> {
       }
     } else if (key_ == "meta") {
       if (!format_ok_) return shape("no \"format\":\"gilspy-raw\" before meta");
-      on_meta_(meta_from_json(builder_.root()));
+      Meta meta;
+      try {
+        meta = meta_from_json(builder_.root());
+      } catch (const Error& e) {
+        throw Error(e.kind(), name_ + ": " + e.what());
+      }
+      on_meta_(meta);
       meta_seen_ = true;
     } else if (key_ == "summary") {
       result_.summary = std::move(builder_.root());

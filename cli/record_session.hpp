@@ -1,0 +1,27 @@
+#pragma once
+// One `gilspy record` run: attach (or launch), poll on a dedicated thread, and on the main thread a Boost.Asio
+// loop that drains events into the raw files, shows the status line, and handles signals and the end.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace gilspy::cli {
+
+struct RecordOptions {
+  std::vector<int> pids;
+  std::vector<std::string> command;  // launch mode
+  double duration_s = 0;
+  double rate_hz = 10000;
+  std::string output_dir;
+  bool no_trace = false;
+  bool busy = false;
+  bool quiet = false;
+  bool status = true;  // live status line when stderr is a terminal
+  double attach_timeout_s = 10;
+};
+
+// Returns the exit code (see `gilspy record --help`).
+int run_record(const RecordOptions& options);
+
+}  // namespace gilspy::cli

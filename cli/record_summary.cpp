@@ -1,0 +1,66 @@
+#include "cli/record_summary.hpp"
+
+#include <fmt/format.h>
+
+namespace gilspy::cli {
+
+std::string thread_display_name(int pid, int64_t tid, const std::string& comm, const std::string& process_comm) {
+  if (tid == pid) return "MainThread";
+  std::string name = fmt::format("thread {}", tid);
+  if (!comm.empty() && comm != process_comm) name += " (" + comm + ")";
+  return name;
+}
+
+void print_status_line(const sampler::LoopCounters& loop, std::span<sampler::ProcessSampler* const> samplers) {
+  const double elapsed = static_cast<double>(loop.last_ns.load() - loop.start_ns.load()) / 1e9;
+  const uint64_t polls = loop.polls.load();
+  uint64_t seen = 0, total = 0;
+  for (const auto* s : samplers) {
+    seen += s->counters().handoffs_seen.load();
+    total += s->counters().handoffs_total.load();
+  }
+  fmt::print(stderr, "\r\033[K[gilspy] {:.1f} s  polls {} ({:.0f}/s)  late {}  hand-offs seen {}/{}", elapsed, polls,
+             elapsed > 0 ? static_cast<double>(polls) / elapsed : 0.0, loop.late.load(), seen, total);
+  std::fflush(stderr);
+}
+
+void clear_status_line() {
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+namespace {
+std::string ms(int64_t ns) { return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6); }
+}  // namespace
+
+void print_target_summary(const raw::Writer&, int pid, int64_t rank, const std::string& python_version,
+                          const std::string& raw_path, const std::string& trace_path,
+                          const raw::SummaryBuilder& summary, const raw::LoopFigures& loop, double rate_asked,
+                          bool quiet) {
+  const double seconds = static_cast<double>(summary.duration_ns()) / 1e9;
+  fmt::print("gilspy: recorded pid {} (Python {}, rank {}) for {:.2f} s, stopped by {}\n", pid, python_version, rank,
+             seconds, loop.stop_reason);
+  fmt::print("  raw data: {}\n", raw_path);
+  if (!trace_path.empty()) {
+    fmt::print("  trace:    {}  (open in https://ui.perfetto.dev, chrome://tracing or MindStudio Insight)\n",
+               trace_path);
+  }
+  if (quiet) return;
+  fmt::print("  {} polls at {:.0f} Hz (asked {:.0f}), {} late, {} missed; GIL busy {:.1f} %; hand-offs seen {} of {} "
+             "(coverage {:.1f} %)\n",
+             summary.polls(), seconds > 0 ? static_cast<double>(summary.polls()) / seconds : 0.0, rate_asked,
+             loop.late, loop.missed, 100 * summary.gil_busy_share(), summary.handoffs_seen(), summary.handoffs_total(),
+             100 * summary.coverage());
+  if (loop.dropped_events > 0) {
+    fmt::print("  WARNING: {} events were dropped because the writer fell behind\n", loop.dropped_events);
+  }
+  fmt::print("  {:>8}  {:<24} {:>7} {:>7} {:>7} {:>13} {:>13}\n", "TID", "THREAD", "HOLD %", "WAIT %", "HOLDS",
+             "LONGEST HOLD", "LONGEST WAIT");
+  for (const auto& t : summary.threads()) {
+    fmt::print("  {:>8}  {:<24} {:>7.1f} {:>7.1f} {:>7} {:>13} {:>13}\n", t.tid, t.name.substr(0, 24),
+               100 * t.hold_share(), 100 * t.wait_share(), t.holds, ms(t.longest_hold_ns), ms(t.longest_wait_ns));
+  }
+  fmt::print("  (HOLD % and WAIT % are shares of each thread's lifetime in the recording)\n");
+}
+
+}  // namespace gilspy::cli
