@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""gilspy end-to-end scenarios against real interpreters. See harness.py; run one with
+   run_e2e.py SCENARIO INTERPRETER --gilspy build/cli/gilspy [--repeat N]
+INTERPRETER is pyenv-3.8 ... pyenv-3.13, debian-3.11, or none (scenarios that need no Python).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
+                     check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
+
+
+def one_line_error(out, *needles):
+    err = out.stderr.strip()
+    check(out.returncode not in (0,) and 0 < out.returncode < 128,
+          f"expected a clean non-zero exit, got {out.returncode}; stderr: {err!r}")
+    check(err.count("\n") == 0 and err.startswith("gilspy: error: "), f"expected one error line, got {err!r}")
+    for n in needles:
+        check(n.lower() in err.lower(), f"error line should mention {n!r}: {err!r}")
+
+
+# --- issue 2: gilspy info ---------------------------------------------------------------------------------
+
+def scenario_info(gilspy, python):
+    w = Workload(python, "cpu_threads.py", 30, 3)
+    try:
+        main_tid, cpu = w.info["main"], set(w.info["cpu"])
+        # After announcing, the main thread still runs a little Python on its way into join(); wait until the
+        # kernel shows it blocked there (a futex that is not the GIL's), then it never needs the GIL again.
+        settle = time.monotonic() + 10
+        while time.monotonic() < settle:
+            r = json.loads(run_gilspy(gilspy, "info", "-p", w.pid, "--json", check_rc=0).stdout)
+            if any(t["tid"] == main_tid and t["task"] == "other_syscall" for t in r["threads"]):
+                break
+        reads = []
+        for _ in range(50):
+            out = run_gilspy(gilspy, "info", "-p", w.pid, "--json", check_rc=0)
+            reads.append((time.monotonic(), json.loads(out.stdout)))
+        for _, r in reads:
+            tids = {t["tid"] for t in r["threads"]}
+            check(tids == cpu | {main_tid}, f"threads found {sorted(tids)}, expected {sorted(cpu | {main_tid})}")
+            check(r["holder_tid"] in cpu | {0}, f"holder {r['holder_tid']} is not a CPU thread (main {main_tid})")
+            waiting = {t["tid"] for t in r["threads"] if t["state"] == "waiting"}
+            check(waiting <= cpu, f"waiting threads {waiting} include a non-CPU thread (cpu {cpu}, main {main_tid}): {r}")
+        ok_waiters = sum(1 for _, r in reads if r["waiters"] in (1, 2))
+        check(ok_waiters >= 30, f"waiter count was 1-2 in only {ok_waiters} of 50 reads: "
+                                f"{[r['waiters'] for _, r in reads]}")
+        (t0, r0), (t1, r1) = reads[0], reads[-1]
+        rate = (r1["switch_number"] - r0["switch_number"]) / (t1 - t0)
+        expected = 1e6 / r0["switch_interval_us"]
+        # Forced switches come every interval while others wait; a busy 2-core machine stretches that.
+        check(0.2 * expected <= rate <= 1.5 * expected,
+              f"switch_number grew {rate:.0f}/s, expected about {expected:.0f}/s")
+    finally:
+        w.kill()
+
+
+# --- issue 3: gilspy record ---------------------------------------------------------------------------------
+
+def check_cpu_and_sleeper(raw, roles):
+    for tid in roles["cpu"]:
+        t = raw.thread(tid)
+        check(0.35 <= t["hold_share"] <= 0.65, f"CPU thread {tid} held {t['hold_share']:.1%}, expected 35-65 %")
+        check(t["wait_share"] > 0.20, f"CPU thread {tid} waited {t['wait_share']:.1%}, expected > 20 %")
+    s = raw.thread(roles["sleeper"])
+    check(s["hold_share"] < 0.05, f"sleeper held {s['hold_share']:.1%}, expected < 5 %")
+    check(s["wait_share"] > 0.30, f"sleeper waited {s['wait_share']:.1%}, expected > 30 %")
+    check(raw.summary["gil_busy_share"] <= 1.0, f"GIL busy {raw.summary['gil_busy_share']} > 100 %")
+    assert_no_overlapping_holds(raw)
+    assert_lanes_do_not_overlap(raw)
+
+
+def scenario_record_launch(gilspy, python):
+    d = tempfile.mkdtemp(prefix="gilspy-rec-")
+    report = os.path.join(d, "report.json")
+    run_gilspy(gilspy, "record", "-o", d, "--", python, os.path.join(WORKLOADS, "cpu_and_sleeper.py"), 4,
+               env=workload_env(report), check_rc=0)
+    raw = Raw(single_raw(d))
+    roles = json.load(open(report))
+    check(raw.summary["stop_reason"] == "target exited", f"stop reason {raw.summary['stop_reason']}")
+    check_cpu_and_sleeper(raw, roles)
+    check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+
+
+def scenario_record_pid(gilspy, python):
+    w = Workload(python, "cpu_and_sleeper.py", 30)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 3, "-o", d, check_rc=0)
+        check("GIL_%d_rank_0.json" % w.pid in out.stdout, f"record did not say where the file went: {out.stdout}")
+        raw = Raw(single_raw(d))
+        check(raw.summary["stop_reason"] == "duration", f"stop reason {raw.summary['stop_reason']}")
+        check(2.9e9 <= raw.summary["duration_ns"] <= 3.3e9, f"duration {raw.summary['duration_ns']} ns for -d 3")
+        check_cpu_and_sleeper(raw, w.info)
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        w.kill()
+
+
+def scenario_long_c_call(gilspy, python):
+    d = tempfile.mkdtemp(prefix="gilspy-rec-")
+    report = os.path.join(d, "report.json")
+    run_gilspy(gilspy, "record", "-o", d, "--", python, os.path.join(WORKLOADS, "long_c_call.py"),
+               env=workload_env(report), check_rc=0)
+    raw = Raw(single_raw(d))
+    info = json.load(open(report))
+    s0 = info["sort_start_ns"] - raw.meta["clock"]["monotonic_ns"]
+    s1 = info["sort_end_ns"] - raw.meta["clock"]["monotonic_ns"]
+    sort_ns = s1 - s0
+    check(sort_ns > 100e6, f"the sort took only {sort_ns / 1e6:.0f} ms; too short to judge")
+
+    def overlap(a0, a1):
+        return max(0, min(a1, s1) - max(a0, s0))
+
+    # The clock reads around the sort are Python code: right after the sort returns, a pending drop request can
+    # hand the GIL over before the end time is read. So: one hold must cover the sort but for a few ms at its
+    # ends, last no longer than the sort plus a little, and the spinners must wait through it.
+    holds = sorted((h for h in raw.holds if h[0] == info["sorter"]), key=lambda h: -overlap(h[1], h[2]))
+    check(holds, "the sorter never held the GIL")
+    h = holds[0]
+    check(overlap(h[1], h[2]) >= sort_ns - 30e6,
+          f"the sorter's longest hold covers {overlap(h[1], h[2]) / 1e6:.0f} ms of a {sort_ns / 1e6:.0f} ms sort")
+    check(h[2] - h[1] <= sort_ns + 60e6, f"hold of {(h[2] - h[1]) / 1e6:.0f} ms for a {sort_ns / 1e6:.0f} ms sort")
+    check(all(overlap(o[1], o[2]) < 30e6 for o in holds[1:]), f"more than one long hold over the sort: {holds[:3]}")
+    for tid in info["spinners"]:
+        waited = sum(max(0, min(w1, h[2]) - max(w0, h[1])) for t, w0, w1 in raw.waits if t == tid)
+        check(waited >= 0.9 * (h[2] - h[1]), f"spinner {tid} waited {waited / (h[2] - h[1]):.1%} of the long hold")
+    assert_no_overlapping_holds(raw)
+
+
+def scenario_churn(gilspy, python):
+    d = tempfile.mkdtemp(prefix="gilspy-rec-")
+    report = os.path.join(d, "report.json")
+    run_gilspy(gilspy, "record", "-o", d, "--", python, os.path.join(WORKLOADS, "thread_churn.py"), 3,
+               env=workload_env(report), check_rc=0)
+    raw = Raw(single_raw(d))
+    info = json.load(open(report))
+    known = set(info["tids"]) | {info["main"]}
+    check(info["started"] > 100, f"only {info['started']} threads were started")
+    for tid, s, e in raw.holds + raw.waits:
+        check(tid in raw.threads, f"interval of thread {tid}, which was never announced")
+        check(tid in known, f"interval of thread {tid}, which is not a thread of the workload")
+    starts = {}
+    for ev in raw.events:
+        if ev[0] == "T":
+            starts.setdefault(ev[1], []).append(ev[2])
+    for tid, s, e in raw.holds:
+        end = raw.ends.get(tid)
+        check(min(starts[tid]) <= s and (end is None or e <= end),
+              f"hold [{s}, {e}] of thread {tid} lies outside its life [{min(starts[tid])}, {end}]")
+    assert_no_overlapping_holds(raw)
+    check(len(raw.threads) > 20, f"only {len(raw.threads)} threads were seen of {info['started']} started")
+
+
+# --- faults and bad input -----------------------------------------------------------------------------------
+
+def scenario_target_exits(gilspy, python):
+    w = Workload(python, "cpu_threads.py", 1.5, 2)
+    d = tempfile.mkdtemp(prefix="gilspy-rec-")
+    out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 20, "-o", d)
+    w.wait()
+    check(out.returncode == 1, f"exit {out.returncode}, expected 1 when the target exits before -d")
+    check("exited" in out.stderr, f"no word of the target's exit: {out.stderr!r}")
+    raw = Raw(single_raw(d))
+    check(raw.summary["stop_reason"] == "target exited", f"stop reason {raw.summary['stop_reason']}")
+    check(len(raw.holds) > 10, f"only {len(raw.holds)} holds recorded before the exit")
+
+
+def record_and_signal(gilspy, python, sig, duration):
+    w = Workload(python, "cpu_threads.py", 30, 2)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        args = [gilspy, "record", "-p", str(w.pid), "-o", d] + (["-d", str(duration)] if duration else [])
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        p.send_signal(sig)
+        stdout, stderr = p.communicate(timeout=30)
+        return p.returncode, stdout, stderr, d
+    finally:
+        w.kill()
+
+
+def scenario_signals(gilspy, python):
+    for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+        rc, out, err, d = record_and_signal(gilspy, python, sig, 30)
+        check(rc == 128 + sig, f"{name} during -d 30: exit {rc}, expected {128 + sig}; stderr {err!r}")
+        check(name in err and err.strip().count("\n") == 0, f"{name}: expected one line naming it, got {err!r}")
+        raw = Raw(single_raw(d))
+        check(raw.summary["stop_reason"] == name, f"stop reason {raw.summary['stop_reason']}, expected {name}")
+        check(len(raw.holds) > 10, f"{name}: only {len(raw.holds)} holds kept")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+        rc, out, err, d = record_and_signal(gilspy, python, sig, None)
+        check(rc == 0, f"{name} ending an open-ended recording: exit {rc}, expected 0; stderr {err!r}")
+        Raw(single_raw(d))
+
+
+def scenario_sigkill(gilspy, python):
+    w = Workload(python, "cpu_threads.py", 30, 2)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        p = subprocess.Popen([gilspy, "record", "-p", str(w.pid), "-o", d], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(2)
+        p.kill()
+        p.wait()
+    finally:
+        w.kill()
+    partial = os.path.join(d, f"GIL_{w.pid}_rank_0.json.partial")
+    check(os.path.exists(partial), f"no {partial} after SIGKILL: {os.listdir(d)}")
+    check(not os.path.exists(partial[:-len(".partial")]), "a final file exists though the recording was killed")
+    out_path = os.path.join(d, "recovered.trace.json")
+    out = run_gilspy(gilspy, "convert", "-i", partial, "-o", out_path, check_rc=0)
+    check("recover" in out.stderr.lower(), f"convert did not say it recovered: {out.stderr!r}")
+    doc = json.load(open(out_path))
+    holds = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "hold_gil"]
+    check(len(holds) > 50, f"only {len(holds)} holds recovered from 2 s of recording")
+
+
+def scenario_convert_bad_input(gilspy, python):
+    d = tempfile.mkdtemp(prefix="gilspy-bad-")
+    good_dir = tempfile.mkdtemp(prefix="gilspy-rec-")
+    run_gilspy(gilspy, "record", "--no-trace", "-o", good_dir, "--", python,
+               os.path.join(WORKLOADS, "cpu_threads.py"), 0.5, 2, env=workload_env(), check_rc=0)
+    good = open(single_raw(good_dir), "rb").read()
+    cases = {
+        "empty.json": b"",
+        "garbage.json": b"hello, this is not JSON at all\n",
+        "array.json": b"[1, 2, 3]\n",
+        "other.json": b'{"a": 1}\n',
+        "wrong_format.json": b'{"format":"something-else","meta":{}}\n',
+        "cut_in_meta.json": good[:60],
+        "binary.json": bytes(range(256)) * 4,
+    }
+    for name, data in cases.items():
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        out = run_gilspy(gilspy, "convert", "-i", path, "-o", os.path.join(d, "out.json"))
+        one_line_error(out, name)
+        check(not os.path.exists(os.path.join(d, "out.json")), f"{name}: an output file was left behind")
+    out = run_gilspy(gilspy, "convert", "-i", os.path.join(d, "missing.json"), "-o", os.path.join(d, "o.json"))
+    one_line_error(out, "missing.json")
+
+
+def scenario_bad_pid(gilspy, python):
+    out = run_gilspy(gilspy, "info", "-p", 999999999)
+    one_line_error(out, "999999999")
+    out = run_gilspy(gilspy, "record", "-p", 999999999, "-d", 1, "-o", tempfile.mkdtemp())
+    one_line_error(out, "999999999")
+    out = run_gilspy(gilspy, "record", "-p", "12,abc", "-d", 1)
+    one_line_error(out, "abc")
+    check(out.returncode == 2, f"a malformed PID list is a usage error (2), got {out.returncode}")
+    out = run_gilspy(gilspy, "record", "-d", 1)
+    one_line_error(out, "-p")
+    out = run_gilspy(gilspy, "record", "-o", tempfile.mkdtemp(), "--", "/nonexistent/python3", "x.py")
+    one_line_error(out, "/nonexistent/python3")
+
+
+def scenario_not_python(gilspy, python):
+    p = subprocess.Popen(["sleep", "100"])
+    try:
+        time.sleep(0.2)
+        for args in (["info", "-p", p.pid], ["record", "-p", p.pid, "-d", 1, "-o", tempfile.mkdtemp()]):
+            one_line_error(run_gilspy(gilspy, *args), "not a CPython")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def scenario_old_python(gilspy, python):
+    p = subprocess.Popen([python, os.path.join(WORKLOADS, "sleeper.py"), "30"])
+    try:
+        time.sleep(0.5)
+        out = run_gilspy(gilspy, "info", "-p", p.pid)
+        one_line_error(out, "not support", "3.8")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def scenario_exiting(gilspy, python):
+    """A target that exits while gilspy reads it: every run ends cleanly, with 0 or one error line."""
+    outcomes = set()
+    for _ in range(3):
+        p = subprocess.Popen([python, os.path.join(WORKLOADS, "cpu_threads.py"), "0.4", "2"],
+                             env=dict(os.environ, PYTHONPATH=WORKLOADS))
+        while p.poll() is None:
+            out = run_gilspy(gilspy, "info", "-p", p.pid, "--json", "--wait", 0)
+            check(out.returncode in (0, 1), f"info exited {out.returncode}: {out.stderr!r}")
+            if out.returncode == 1:
+                one_line_error(out)
+            outcomes.add(out.returncode)
+        p.wait()
+    check(0 in outcomes, "never managed to read the target while it ran")
+
+
+def scenario_no_permission(gilspy, python):
+    p = subprocess.Popen([python, os.path.join(WORKLOADS, "sleeper.py"), "30"])
+    try:
+        time.sleep(0.5)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", gilspy, "info", "-p", str(p.pid)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if "setpriv:" in out.stderr:
+            raise Failure(f"cannot run gilspy as an unprivileged user: {out.stderr.strip()}")
+        one_line_error(out, "permission")
+    finally:
+        p.kill()
+        p.wait()
+
+
+SCENARIOS = {
+    "info": scenario_info,
+    "record_launch": scenario_record_launch,
+    "record_pid": scenario_record_pid,
+    "long_c_call": scenario_long_c_call,
+    "churn": scenario_churn,
+    "target_exits": scenario_target_exits,
+    "signals": scenario_signals,
+    "sigkill": scenario_sigkill,
+    "convert_bad_input": scenario_convert_bad_input,
+    "bad_pid": scenario_bad_pid,
+    "not_python": scenario_not_python,
+    "old_python": scenario_old_python,
+    "exiting": scenario_exiting,
+    "no_permission": scenario_no_permission,
+}
+
+if __name__ == "__main__":
+    main(SCENARIOS)

@@ -1,0 +1,611 @@
+// convert: raw recordings to Chrome Trace JSON. A golden hand-written file checked event by event and
+// structurally, a merge of two ranks on different clocks, generated recordings (lanes never overlap), a
+// recovered recording, and the errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/chrome_trace.hpp"
+#include "elfutils/error.hpp"
+#include "sampler/raw_format.hpp"
+
+namespace raw = gilspy::raw;
+namespace cv = gilspy::convert;
+namespace fs = std::filesystem;
+using gilspy::Error;
+using gilspy::ErrorKind;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kSmall = fs::path(GILSPY_SOURCE_DIR) / "tests" / "data" / "small.raw.json";
+constexpr int64_t kSmallRealtime = 1700000000123456789;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "gilspy_convert_test_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void spit(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+// The output read back. ts and dur are taken from the text in exact ns, so that no double rounding hides a
+// wrong last digit.
+struct Trace {
+  std::string text;
+  json doc;
+  std::vector<json> events;   // traceEvents
+  std::vector<int64_t> ts;    // ts of each event in exact ns, parsed from the text
+  std::vector<int64_t> dur;   // dur (or -1)
+};
+
+Trace load(const std::string& path) {
+  Trace t;
+  t.text = slurp(path);
+  t.doc = json::parse(t.text);
+  REQUIRE(t.doc.is_object());
+  t.events = t.doc.at("traceEvents").get<std::vector<json>>();
+  const std::regex num_re(R"re("(ts|dur)":(-?)([0-9]+)\.([0-9]{3})[,}])re");
+  // One event a line: the lines between "[" and "]" are the events in order.
+  std::istringstream lines(t.text);
+  std::string line;
+  std::getline(lines, line);
+  REQUIRE(line == "{\"traceEvents\":[");
+  size_t i = 0;
+  while (std::getline(lines, line) && line != "],") {
+    REQUIRE(i < t.events.size());
+    int64_t ts = INT64_MIN, dur = -1;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), num_re); it != std::sregex_iterator(); ++it) {
+      const auto& m = *it;
+      int64_t v = std::stoll(m[3].str()) * 1000 + std::stoll(m[4].str());
+      if (m[2].str() == "-") v = -v;
+      (m[1].str() == "ts" ? ts : dur) = v;
+    }
+    t.ts.push_back(ts);
+    t.dur.push_back(dur);
+    ++i;
+  }
+  REQUIRE(i == t.events.size());
+  return t;
+}
+
+struct LaneKey {
+  int64_t pid, tid;
+  bool operator<(const LaneKey& o) const { return std::tie(pid, tid) < std::tie(o.pid, o.tid); }
+};
+
+// The structural rules every converted trace must follow. Returns the number of hold_gil slices per pid.
+std::map<int64_t, size_t> check_structure(const Trace& t) {
+  const json& d = t.doc;
+  REQUIRE(d.is_object());
+  // traceEvents first, in the text (nlohmann sorts keys, so look at the text).
+  CHECK(t.text.rfind("{\"traceEvents\":[", 0) == 0);
+  CHECK(d.at("displayTimeUnit") == "ms");
+  CHECK(d.at("baseTimeNanoseconds").is_number_integer());
+  CHECK(d.at("otherData").is_object());
+
+  // Every ts / dur in the text has exactly three decimals.
+  const std::regex any_num(R"re("(ts|dur)":(-?[0-9.eE+]+))re");
+  const std::regex three(R"re(-?[0-9]+\.[0-9]{3})re");
+  size_t numbers = 0;
+  for (auto it = std::sregex_iterator(t.text.begin(), t.text.end(), any_num); it != std::sregex_iterator(); ++it) {
+    const std::string v = (*it)[2].str();
+    CAPTURE(v);
+    CHECK(std::regex_match(v, three));
+    ++numbers;
+  }
+  CHECK(numbers >= t.events.size());
+
+  std::map<LaneKey, std::vector<size_t>> lanes;  // X and i events per lane, in file order
+  std::map<LaneKey, std::string> thread_names;
+  std::map<int64_t, std::string> process_names;
+  std::map<int64_t, size_t> holds;
+  std::map<int64_t, int64_t> last_counter;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const json& e = t.events[i];
+    CAPTURE(e.dump());
+    const std::string ph = e.at("ph");
+    CHECK((ph == "X" || ph == "i" || ph == "C" || ph == "M"));
+    REQUIRE(e.at("pid").is_number_integer());
+    REQUIRE(e.at("tid").is_number_integer());
+    const LaneKey k{e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()};
+    CHECK(t.ts[i] != INT64_MIN);
+    if (ph == "X") {
+      CHECK(e.at("cat") == "gil");
+      CHECK((e.at("name") == "hold_gil" || e.at("name") == "take_gil"));
+      CHECK(t.dur[i] >= 0);
+      CHECK(k.tid != 0);
+      lanes[k].push_back(i);
+      if (e.at("name") == "hold_gil") ++holds[k.pid];
+    } else if (ph == "i") {
+      CHECK(e.at("s") == "t");
+      CHECK(e.at("name") == "drop_gil");
+      CHECK(t.dur[i] == -1);
+      lanes[k].push_back(i);
+    } else if (ph == "C") {
+      CHECK(e.at("name") == "gil_waiters");
+      CHECK(e.at("args").at("waiters").is_number_unsigned());
+      auto [it, fresh] = last_counter.try_emplace(k.pid, t.ts[i]);
+      CHECK(it->second <= t.ts[i]);  // counter samples in time order
+      it->second = t.ts[i];
+    } else if (ph == "M") {
+      const std::string name = e.at("name");
+      if (name == "thread_name") thread_names[k] = e.at("args").at("name").get<std::string>();
+      if (name == "process_name") process_names[k.pid] = e.at("args").at("name").get<std::string>();
+    }
+  }
+  for (const auto& [k, idx] : lanes) {
+    CAPTURE(k.pid);
+    CAPTURE(k.tid);
+    CHECK(thread_names.count(k) == 1);
+    CHECK(process_names.count(k.pid) == 1);
+    int64_t prev_ts = INT64_MIN, busy_until = INT64_MIN;
+    for (const size_t i : idx) {
+      CHECK(t.ts[i] >= prev_ts);  // non-decreasing within a lane
+      prev_ts = t.ts[i];
+      if (t.events[i].at("ph") == "X") {
+        CHECK(t.ts[i] >= busy_until);  // slices of one lane never overlap
+        busy_until = t.ts[i] + t.dur[i];
+      }
+    }
+  }
+  return holds;
+}
+
+std::vector<const json*> find(const Trace& t, const std::string& ph, const std::string& name, int64_t tid = -1) {
+  std::vector<const json*> out;
+  for (const auto& e : t.events) {
+    if (e.at("ph") == ph && e.at("name") == name && (tid < 0 || e.at("tid") == tid)) out.push_back(&e);
+  }
+  return out;
+}
+
+size_t index_of(const Trace& t, const json* e) { return static_cast<size_t>(e - t.events.data()); }
+
+raw::Meta meta_for(int64_t pid, int64_t rank, int64_t realtime_ns) {
+  raw::Meta m;
+  m.gilspy_version = "0.1.0";
+  m.pid = pid;
+  m.rank = rank;
+  m.python_version = "3.11.9";
+  m.hostname = "h";
+  m.monotonic_ns = 1'000'000;
+  m.realtime_ns = realtime_ns;
+  m.rate_hz = 1000;
+  return m;
+}
+
+raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0, std::string name = {}) {
+  raw::Record r;
+  r.kind = k;
+  r.tid = tid;
+  r.ts = ts;
+  r.dur = dur;
+  r.n = n;
+  r.name = std::move(name);
+  return r;
+}
+
+// A plausible recording: threads that wait, hold and release in turn, one at a time holding; records written
+// in the order their intervals end (so threads interleave out of time order, as the recorder writes them).
+struct Generated {
+  std::vector<raw::Record> records;
+  size_t holds = 0, waits = 0;
+};
+
+Generated generate(uint32_t seed, int64_t pid, int threads, int handoffs) {
+  std::mt19937 rng(seed);
+  Generated g;
+  std::vector<std::pair<int64_t, raw::Record>> pending;  // (end time, record)
+  auto put = [&](int64_t end, raw::Record r) { pending.emplace_back(end, std::move(r)); };
+  std::vector<int64_t> tids;
+  for (int i = 0; i < threads; ++i) tids.push_back(i == 0 ? pid : pid + 1 + i * 3);
+  for (int i = 0; i < threads; ++i) put(0, rec(raw::RecordKind::kThread, tids[i], 0, 0, 0x1000 + i, "t" + std::to_string(i)));
+  std::vector<int64_t> free_at(threads, 0);  // when each thread's last interval ended
+  int64_t now = 0;
+  int holder = 0;
+  for (int h = 0; h < handoffs; ++h) {
+    const int64_t hold = std::uniform_int_distribution<int64_t>(0, 50'000)(rng);
+    put(now + hold, rec(raw::RecordKind::kHold, tids[holder], now, hold));
+    ++g.holds;
+    free_at[holder] = now + hold;
+    const int64_t end = now + hold;
+    int next = std::uniform_int_distribution<int>(0, threads - 1)(rng);
+    if (next != holder && free_at[next] < end) {
+      // next waited from some point after its last interval until the hand-off
+      const int64_t start = std::uniform_int_distribution<int64_t>(free_at[next], end)(rng);
+      put(end, rec(raw::RecordKind::kWait, tids[next], start, end - start));
+      ++g.waits;
+      put(start, rec(raw::RecordKind::kWaiters, 0, start, 0, 1));
+      put(end, rec(raw::RecordKind::kWaiters, 0, end, 0, 0));
+    }
+    holder = next;
+    now = end + std::uniform_int_distribution<int64_t>(0, 3)(rng);
+  }
+  for (int i = 0; i < threads; ++i) put(now + 1, rec(raw::RecordKind::kThreadEnd, tids[i], now + 1));
+  raw::Record s = rec(raw::RecordKind::kStats, 0, now + 1);
+  s.polls = 10;
+  s.seen = s.total = static_cast<uint64_t>(handoffs);
+  put(now + 1, s);
+  std::stable_sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& p : pending) g.records.push_back(std::move(p.second));
+  return g;
+}
+
+void write_raw(const std::string& path, const raw::Meta& m, const std::vector<raw::Record>& records, bool finish = true) {
+  raw::Writer w(path, m);
+  for (const auto& r : records) w.write(r);
+  if (finish) {
+    w.finish({{"duration_ns", 1}, {"threads", json::array()}});
+  } else {
+    w.flush();
+  }
+}
+
+void check_converts_to_bad_input(const std::string& input, const std::string& output, const std::string& name_in_msg) {
+  try {
+    cv::convert_to_chrome_trace({input}, output);
+    FAIL("converted a bad input");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kBadInput);
+    CHECK(std::string(e.what()).find(name_in_msg) != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(output));
+  CHECK_FALSE(fs::exists(output + ".tmp"));
+}
+
+}  // namespace
+
+TEST_CASE("convert: format_us writes microseconds with exactly three decimals") {
+  CHECK(cv::format_us(0) == "0.000");
+  CHECK(cv::format_us(1) == "0.001");
+  CHECK(cv::format_us(999) == "0.999");
+  CHECK(cv::format_us(1000) == "1.000");
+  CHECK(cv::format_us(1234567) == "1234.567");
+  CHECK(cv::format_us(-5) == "-0.005");
+  CHECK(cv::format_us(-1234567) == "-1234.567");
+  CHECK(cv::format_us(1'700'000'000'123'456'789) == "1700000000123456.789");
+  CHECK(cv::format_us(INT64_MIN) == "-9223372036854775.808");
+}
+
+TEST_CASE("convert: default output path") {
+  CHECK(cv::default_output_path("GIL_12_rank_0.json") == "GIL_12_rank_0.trace.json");
+  CHECK(cv::default_output_path("/r/GIL_12_rank_0.json.partial") == "/r/GIL_12_rank_0.trace.json");
+  CHECK(cv::default_output_path("dir.json/rec") == "dir.json/rec.trace.json");
+  CHECK(cv::default_output_path("x.raw") == "x.raw.trace.json");
+}
+
+TEST_CASE("convert: golden small.raw.json") {
+  REQUIRE(fs::exists(kSmall));
+  TempDir dir;
+  const std::string out = dir / "small.trace.json";
+  const cv::ConvertReport report = cv::convert_to_chrome_trace({kSmall.string()}, out);
+  CHECK_FALSE(fs::exists(out + ".tmp"));
+  const Trace t = load(out);
+  const auto holds = check_structure(t);
+
+  REQUIRE(report.inputs.size() == 1);
+  const auto& in = report.inputs[0];
+  CHECK(in.complete);
+  CHECK(in.problem.empty());
+  CHECK(in.records == 19);
+  CHECK(in.adjusted == 0);
+  CHECK(in.trace_pid == 4242);
+  CHECK_FALSE(in.summary_rebuilt);
+  CHECK(report.events_written == t.events.size());
+  CHECK(in.events == t.events.size());
+  CHECK(report.base_time_ns == kSmallRealtime);
+  CHECK(t.doc.at("baseTimeNanoseconds").get<int64_t>() == kSmallRealtime);
+
+  // Counts: 3 H records, 3 W, 5 N; one drop_gil per hold; three named lanes.
+  CHECK(holds.at(4242) == 3);
+  CHECK(find(t, "X", "hold_gil").size() == 3);
+  CHECK(find(t, "X", "take_gil").size() == 3);
+  CHECK(find(t, "i", "drop_gil").size() == 3);
+  CHECK(find(t, "C", "gil_waiters").size() == 5);
+  CHECK(find(t, "M", "thread_name").size() == 3);
+  CHECK(find(t, "M", "thread_sort_index").size() == 3);
+
+  const auto pn = find(t, "M", "process_name");
+  REQUIRE(pn.size() == 1);
+  CHECK((*pn[0])["pid"] == 4242);
+  CHECK((*pn[0])["args"]["name"] == "python 3.12.3 pid 4242 rank 3");
+  const auto ps = find(t, "M", "process_sort_index");
+  REQUIRE(ps.size() == 1);
+  CHECK((*ps[0])["args"]["sort_index"] == 3);
+  const auto pl = find(t, "M", "process_labels");
+  REQUIRE(pl.size() == 1);
+  CHECK((*pl[0])["args"]["labels"] == "rank 3, host node7");
+
+  std::map<int64_t, std::string> names;
+  std::map<int64_t, int64_t> sort;
+  for (const auto* e : find(t, "M", "thread_name")) {
+    names[e->at("tid").get<int64_t>()] = e->at("args").at("name").get<std::string>();
+  }
+  for (const auto* e : find(t, "M", "thread_sort_index")) {
+    sort[e->at("tid").get<int64_t>()] = e->at("args").at("sort_index").get<int64_t>();
+  }
+  CHECK(names == std::map<int64_t, std::string>{
+                     {4242, "MainThread (4242)"}, {4250, "worker-1 (4250)"}, {4260, "Thread-2 (4260)"}});
+  CHECK(sort.at(4242) == 0);  // the main thread first
+  CHECK(sort.at(4250) < sort.at(4260));
+
+  // Exact events, as written in the text (ts relative to the file's own realtime anchor, the base).
+  const auto main_holds = find(t, "X", "hold_gil", 4242);
+  REQUIRE(main_holds.size() == 2);
+  CHECK(t.ts[index_of(t, main_holds[0])] == 0);
+  CHECK(t.dur[index_of(t, main_holds[0])] == 5000100);
+  CHECK(t.ts[index_of(t, main_holds[1])] == 10000400);
+  CHECK(t.dur[index_of(t, main_holds[1])] == 2345278);
+  const auto worker_hold = find(t, "X", "hold_gil", 4250);
+  REQUIRE(worker_hold.size() == 1);
+  CHECK(t.ts[index_of(t, worker_hold[0])] == 5000200);
+  CHECK(t.dur[index_of(t, worker_hold[0])] == 5000150);
+  const auto drops = find(t, "i", "drop_gil", 4242);
+  REQUIRE(drops.size() == 2);
+  CHECK(t.ts[index_of(t, drops[0])] == 5000100);
+  CHECK(t.ts[index_of(t, drops[1])] == 12345678);
+  const auto waits = find(t, "X", "take_gil", 4260);
+  REQUIRE(waits.size() == 1);
+  CHECK(t.ts[index_of(t, waits[0])] == 6000100);
+  CHECK(t.dur[index_of(t, waits[0])] == 6345578);
+  CHECK(t.text.find(R"({"ph":"X","cat":"gil","name":"hold_gil","pid":4242,"tid":4250,"ts":5000.200,"dur":5000.150})") !=
+        std::string::npos);
+  CHECK(t.text.find(R"({"ph":"i","s":"t","cat":"gil","name":"drop_gil","pid":4242,"tid":4242,"ts":12345.678})") !=
+        std::string::npos);
+  const auto counters = find(t, "C", "gil_waiters");
+  std::vector<uint64_t> values;
+  for (const auto* c : counters) values.push_back(c->at("args").at("waiters").get<uint64_t>());
+  CHECK(values == std::vector<uint64_t>{1, 0, 1, 2, 1});
+  CHECK(t.ts[index_of(t, counters[3])] == 6000200);
+  // every event of a process is on its pid; metadata and counters on the process lane 0
+  for (const auto& e : t.events) CHECK(e["pid"] == 4242);
+  for (const auto* c : counters) CHECK((*c)["tid"] == 0);
+
+  // otherData carries the input, with its summary as recorded.
+  const json& other = t.doc.at("otherData");
+  CHECK(other.at("gilspy_version").is_string());
+  REQUIRE(other.at("inputs").size() == 1);
+  const json& oi = other.at("inputs")[0];
+  CHECK(oi.at("path") == kSmall.string());
+  CHECK(oi.at("pid") == 4242);
+  CHECK(oi.at("rank") == 3);
+  CHECK(oi.at("python_version") == "3.12.3");
+  CHECK(oi.at("complete") == true);
+  CHECK(oi.at("problem") == "");
+  CHECK(oi.at("summary").at("handoffs_total") == 3);
+  CHECK(oi.at("summary").at("stop_reason") == "targets gone");
+  CHECK(oi.at("last_stats").at("polls") == 123);
+  CHECK(oi.at("trace_events") == t.events.size());
+}
+
+TEST_CASE("convert: two ranks on different clocks are merged on the earliest realtime anchor") {
+  TempDir dir;
+  const int64_t rt0 = 1'719'853'884'000'000'000 + 777;  // rank 0 started first
+  const int64_t rt1 = rt0 + 2'500'000'123;              // rank 1, 2.5 s later
+  // Rank 1 is given first on the command line: the base is still the earliest anchor.
+  const std::string a = dir / "GIL_2001_rank_1.json";
+  const std::string b = dir / "GIL_2000_rank_0.json";
+  write_raw(a, meta_for(2001, 1, rt1),
+            {rec(raw::RecordKind::kThread, 2001, 0, 0, 1, "MainThread (2001)"), rec(raw::RecordKind::kHold, 2001, 1000, 500),
+             rec(raw::RecordKind::kWaiters, 0, 1100, 0, 2)});
+  write_raw(b, meta_for(2000, 0, rt0),
+            {rec(raw::RecordKind::kThread, 2000, 0, 0, 1, "MainThread (2000)"), rec(raw::RecordKind::kHold, 2000, 1000, 500)});
+  const std::string out = dir / "merged.json";
+  const auto report = cv::convert_to_chrome_trace({a, b}, out);
+  CHECK(report.base_time_ns == rt0);
+  const Trace t = load(out);
+  check_structure(t);
+  CHECK(t.doc.at("baseTimeNanoseconds").get<int64_t>() == rt0);
+
+  std::map<int64_t, std::string> pnames;
+  for (const auto* e : find(t, "M", "process_name")) {
+    pnames[e->at("pid").get<int64_t>()] = e->at("args").at("name").get<std::string>();
+  }
+  CHECK(pnames == std::map<int64_t, std::string>{{2000, "python 3.11.9 pid 2000 rank 0"},
+                                                 {2001, "python 3.11.9 pid 2001 rank 1"}});
+  const auto h0 = find(t, "X", "hold_gil", 2000);
+  const auto h1 = find(t, "X", "hold_gil", 2001);
+  REQUIRE(h0.size() == 1);
+  REQUIRE(h1.size() == 1);
+  CHECK(t.ts[index_of(t, h0[0])] == 1000);
+  CHECK(t.ts[index_of(t, h1[0])] == 1000 + (rt1 - rt0));
+  CHECK(t.ts[index_of(t, h1[0])] - t.ts[index_of(t, h0[0])] == 2'500'000'123);
+  // Unix time of rank 1's hold = base + ts
+  CHECK(rt0 + t.ts[index_of(t, h1[0])] == rt1 + 1000);
+  const auto c = find(t, "C", "gil_waiters");
+  REQUIRE(c.size() == 1);
+  CHECK((*c[0])["pid"] == 2001);
+  CHECK(t.ts[index_of(t, c[0])] == 1100 + (rt1 - rt0));
+  REQUIRE(t.doc["otherData"]["inputs"].size() == 2);
+  CHECK(t.doc["otherData"]["inputs"][0]["rank"] == 1);
+  CHECK(t.doc["otherData"]["inputs"][1]["rank"] == 0);
+}
+
+TEST_CASE("convert: inputs that share a pid stay apart") {
+  TempDir dir;
+  const std::string a = dir / "host_a.json";
+  const std::string b = dir / "host_b.json";
+  write_raw(a, meta_for(77, 0, 5'000'000'000), {rec(raw::RecordKind::kHold, 77, 0, 10)});
+  write_raw(b, meta_for(77, 1, 5'000'000'000), {rec(raw::RecordKind::kHold, 77, 0, 10)});
+  const std::string out = dir / "out.json";
+  const auto report = cv::convert_to_chrome_trace({a, b, a}, out);
+  REQUIRE(report.inputs.size() == 3);
+  CHECK(report.inputs[0].trace_pid == 77);
+  CHECK(report.inputs[1].trace_pid == 77 + cv::kPidOffset);
+  CHECK(report.inputs[2].trace_pid == 77 + 2 * cv::kPidOffset);
+  const Trace t = load(out);
+  check_structure(t);
+  std::set<int64_t> pids;
+  for (const auto* e : find(t, "M", "process_name")) {
+    pids.insert((*e)["pid"].get<int64_t>());
+    CHECK((*e)["args"]["name"].get<std::string>().find("pid 77 ") != std::string::npos);  // the real pid
+  }
+  CHECK(pids.size() == 3);
+  // an unnamed thread (no T record) still gets a lane name
+  for (const auto* e : find(t, "M", "thread_name")) CHECK((*e)["args"]["name"] == "thread 77");
+}
+
+TEST_CASE("convert: generated recordings give ordered, non-overlapping lanes, one hold_gil per H record") {
+  TempDir dir;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    CAPTURE(seed);
+    const Generated g = generate(seed, 1000 + seed, 2 + static_cast<int>(seed % 4), 400);
+    const std::string in = dir / ("g" + std::to_string(seed) + ".json");
+    write_raw(in, meta_for(1000 + seed, 0, 1'600'000'000'000'000'000), g.records);
+    const std::string out = dir / ("g" + std::to_string(seed) + ".trace.json");
+    const auto report = cv::convert_to_chrome_trace({in}, out);
+    CHECK(report.inputs[0].adjusted == 0);
+    const Trace t = load(out);
+    const auto holds = check_structure(t);
+    CHECK(holds.at(1000 + seed) == g.holds);
+    CHECK(find(t, "X", "take_gil").size() == g.waits);
+    CHECK(find(t, "i", "drop_gil").size() == g.holds);
+    // GIL: at most one holder at any time within a process
+    std::vector<std::pair<int64_t, int64_t>> iv;
+    for (const auto* e : find(t, "X", "hold_gil")) iv.emplace_back(t.ts[index_of(t, e)], t.dur[index_of(t, e)]);
+    std::sort(iv.begin(), iv.end());
+    for (size_t i = 1; i < iv.size(); ++i) CHECK(iv[i].first >= iv[i - 1].first + iv[i - 1].second);
+  }
+}
+
+TEST_CASE("convert: a thread whose records overlap or go back in time is clamped, never overlapping") {
+  TempDir dir;
+  const std::string in = dir / "overlap.json";
+  write_raw(in, meta_for(9, 0, 1'000'000'000'000),
+            {rec(raw::RecordKind::kHold, 9, 100, 100),    // [100,200)
+             rec(raw::RecordKind::kWait, 9, 150, 100),    // overlaps the hold: becomes [200,250)
+             rec(raw::RecordKind::kHold, 9, 120, 10),     // entirely before: becomes [250,250)
+             rec(raw::RecordKind::kHold, 9, 300, 10),     // fine
+             rec(raw::RecordKind::kWaiters, 0, 50, 0, 1),
+             rec(raw::RecordKind::kWaiters, 0, 40, 0, 0)});  // counter going back: moved to 50
+  const std::string out = dir / "overlap.trace.json";
+  const auto report = cv::convert_to_chrome_trace({in}, out);
+  CHECK(report.inputs[0].adjusted == 3);
+  const Trace t = load(out);
+  check_structure(t);
+  const auto w = find(t, "X", "take_gil");
+  REQUIRE(w.size() == 1);
+  CHECK(t.ts[index_of(t, w[0])] == 200);
+  CHECK(t.dur[index_of(t, w[0])] == 50);
+  CHECK(find(t, "X", "hold_gil").size() == 3);
+  CHECK(t.doc["otherData"]["inputs"][0]["adjusted_events"] == 3);
+}
+
+TEST_CASE("convert: an unfinished recording is converted as far as it goes, its summary rebuilt") {
+  TempDir dir;
+  const std::string text = slurp(kSmall);
+  // cut in the middle of the 10th event line (["H",4250,5000200,5000150]): 9 events survive, one of them a hold
+  const size_t at = text.find("[\"H\",4250,5000200");
+  REQUIRE(at != std::string::npos);
+  const std::string in = dir / "GIL_4242_rank_3.json.partial";
+  spit(in, text.substr(0, at + 10));
+  const std::string out = dir / "recovered.json";
+  const auto report = cv::convert_to_chrome_trace({in}, out);
+  REQUIRE(report.inputs.size() == 1);
+  const auto& r = report.inputs[0];
+  CHECK_FALSE(r.complete);
+  CHECK_FALSE(r.problem.empty());
+  CHECK(r.records == 9);
+  CHECK(r.summary_rebuilt);
+  const Trace t = load(out);
+  const auto holds = check_structure(t);
+  CHECK(holds.at(4242) == 1);
+  CHECK(find(t, "X", "take_gil").size() == 1);
+  CHECK(find(t, "M", "thread_name").size() == 3);
+  const json& oi = t.doc["otherData"]["inputs"][0];
+  CHECK(oi["complete"] == false);
+  CHECK(oi["problem"] == r.problem);
+  CHECK(oi["summary_rebuilt"] == true);
+  CHECK(oi["summary"]["threads"].size() == 3);
+  CHECK(oi["summary"]["threads"][0]["hold_ns"] == 5000100);
+  CHECK(oi["summary"]["threads"][1]["wait_ns"] == 5000100);
+}
+
+TEST_CASE("convert: errors leave no output behind") {
+  TempDir dir;
+  const std::string out = dir / "out.json";
+
+  SUBCASE("missing input is kIo") {
+    try {
+      cv::convert_to_chrome_trace({dir / "nope.json"}, out);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kIo);
+      CHECK(std::string(e.what()).find("nope.json") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+  }
+  SUBCASE("garbage input is kBadInput") {
+    spit(dir / "garbage.json", "hello");
+    check_converts_to_bad_input(dir / "garbage.json", out, "garbage.json");
+  }
+  SUBCASE("a bad event midway aborts and removes the temporary file") {
+    std::string text = slurp(kSmall);
+    const size_t at = text.find("[\"N\",6000200,2]");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 4, "[\"Q\"");  // an unknown kind after eight good events
+    spit(dir / "bad_mid.json", text);
+    check_converts_to_bad_input(dir / "bad_mid.json", out, "bad_mid.json: event #9");
+  }
+  SUBCASE("a bad second input: nothing is written") {
+    spit(dir / "empty.json", "");
+    try {
+      cv::convert_to_chrome_trace({kSmall.string(), dir / "empty.json"}, out);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kBadInput);
+      CHECK(std::string(e.what()).find("empty.json") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+    CHECK_FALSE(fs::exists(out + ".tmp"));
+  }
+  SUBCASE("unwritable output is kIo") {
+    try {
+      cv::convert_to_chrome_trace({kSmall.string()}, dir / "no/such/dir/out.json");
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kIo);
+      CHECK(std::string(e.what()).find("no/such/dir/out.json.tmp") != std::string::npos);
+    }
+  }
+  SUBCASE("an existing output is replaced only when the conversion succeeds") {
+    spit(out, "old");
+    spit(dir / "garbage.json", "{\"a\":1}");
+    CHECK_THROWS_AS(cv::convert_to_chrome_trace({dir / "garbage.json"}, out), Error);
+    CHECK(slurp(out) == "old");
+    cv::convert_to_chrome_trace({kSmall.string()}, out);
+    CHECK(json::parse(slurp(out)).contains("traceEvents"));
+  }
+}

@@ -1,0 +1,362 @@
+// The raw recording format: Writer -> read round trip of every record kind, recovery of a file cut at any byte,
+// and rejection (kBadInput, naming the file) of what is not a raw recording.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "elfutils/error.hpp"
+#include "sampler/raw_format.hpp"
+
+namespace raw = gilspy::raw;
+namespace fs = std::filesystem;
+using gilspy::Error;
+using gilspy::ErrorKind;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "gilspy_raw_test_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+raw::Meta sample_meta() {
+  raw::Meta m;
+  m.gilspy_version = "9.8.7";
+  m.pid = 31337;
+  m.rank = 5;
+  m.python_version = "3.13.1";
+  m.python_binary = "/opt/py/bin/python3.13";
+  m.build = "shared";
+  m.free_threaded = true;
+  m.command = "python3 -c \"print('hi')\"";
+  m.hostname = "gpu-node-12";
+  m.monotonic_ns = 123456789012345;
+  m.realtime_ns = 1719853884987654321;
+  m.rate_hz = 7500.5;
+  m.switch_interval_us = 5000;
+  m.gil_addr = 0x7f00deadbeef;
+  return m;
+}
+
+raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0, std::string name = {}) {
+  raw::Record r;
+  r.kind = k;
+  r.tid = tid;
+  r.ts = ts;
+  r.dur = dur;
+  r.n = n;
+  r.name = std::move(name);
+  return r;
+}
+
+// One record of every kind (F is written by finish()), with values that differ from field to field.
+std::vector<raw::Record> sample_records() {
+  using K = raw::RecordKind;
+  std::vector<raw::Record> v;
+  v.push_back(rec(K::kThread, 31337, 0, 0, 0xffff800012345678ull, "MainThread (31337) \"quoted\" \xc3\xa9"));
+  v.push_back(rec(K::kThread, 31340, 17, 0, 0x55550000aaaaull, "worker\n2"));
+  v.push_back(rec(K::kHold, 31337, 20, 1000));
+  v.push_back(rec(K::kWait, 31340, 25, 995));
+  v.push_back(rec(K::kWaiters, 0, 30, 0, 3));
+  v.push_back(rec(K::kThreadEnd, 31340, 5000));
+  raw::Record s = rec(K::kStats, 0, 1'000'000'000);
+  s.polls = 7001;
+  s.late = 12;
+  s.missed = 3;
+  s.seen = 4321;
+  s.total = 4400;
+  v.push_back(s);
+  v.push_back(rec(K::kHold, 31337, 1020, 0));  // a zero-length hold is still a hold
+  return v;
+}
+
+void check_same(const raw::Record& a, const raw::Record& b) {
+  CHECK(static_cast<char>(a.kind) == static_cast<char>(b.kind));
+  CHECK(a.tid == b.tid);
+  CHECK(a.ts == b.ts);
+  CHECK(a.dur == b.dur);
+  CHECK(a.n == b.n);
+  CHECK(a.name == b.name);
+  CHECK(a.polls == b.polls);
+  CHECK(a.late == b.late);
+  CHECK(a.missed == b.missed);
+  CHECK(a.seen == b.seen);
+  CHECK(a.total == b.total);
+}
+
+struct ReadBack {
+  std::optional<raw::Meta> meta;
+  int meta_calls = 0;
+  std::vector<raw::Record> records;
+  raw::ReadResult result;
+};
+
+ReadBack read_text(const std::string& text, const std::string& name = "test.json") {
+  ReadBack rb;
+  std::istringstream in(text);
+  rb.result = raw::read(
+      in, name,
+      [&](const raw::Meta& m) {
+        rb.meta = m;
+        ++rb.meta_calls;
+      },
+      [&](const raw::Record& r) { rb.records.push_back(r); });
+  return rb;
+}
+
+// A complete file written by raw::Writer.
+std::string written_file(const TempDir& dir, const std::vector<raw::Record>& records, const nlohmann::json& summary) {
+  const fs::path path = dir.path / "GIL_31337_rank_5.json";
+  raw::Writer w(path.string(), sample_meta());
+  for (const auto& r : records) w.write(r);
+  w.finish(summary);
+  return slurp(path);
+}
+
+void check_bad_input(const std::string& text, const std::string& expect_in_message = {}) {
+  CAPTURE(text);
+  try {
+    read_text(text, "some/input.json");
+    FAIL("no error for a file that is not a raw recording");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kBadInput);
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("some/input.json") != std::string::npos);
+    if (!expect_in_message.empty()) CHECK(what.find(expect_in_message) != std::string::npos);
+  }
+}
+
+const char* kHeader = "{\"format\":\"gilspy-raw\",\"format_version\":1,\n\"meta\":";
+
+std::string with_events(const std::string& events) {
+  return kHeader + raw::to_json(sample_meta()).dump() + ",\n\"events\":[\n" + events + "],\n\"summary\":{}}\n";
+}
+
+}  // namespace
+
+TEST_CASE("raw format: Writer then read gives back the meta, every record kind and the summary") {
+  TempDir dir;
+  const fs::path final_path = dir.path / "GIL_31337_rank_5.json";
+  const auto records = sample_records();
+  const nlohmann::json summary = {{"duration_ns", 5000}, {"threads", {{{"tid", 31337}, {"holds", 2}}}}};
+  {
+    raw::Writer w(final_path.string(), sample_meta());
+    CHECK(w.partial_path() == final_path.string() + ".partial");
+    for (const auto& r : records) w.write(r);
+    w.flush();
+    CHECK(fs::exists(w.partial_path()));
+    CHECK_FALSE(fs::exists(final_path));
+    w.finish(summary);
+    CHECK_FALSE(fs::exists(w.partial_path()));
+  }
+  REQUIRE(fs::exists(final_path));
+  const std::string text = slurp(final_path);
+  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":1,\n\"meta\":{", 0) == 0);
+  CHECK(nlohmann::json::parse(text).is_object());
+
+  const ReadBack rb = read_text(text);
+  CHECK(rb.result.complete);
+  CHECK(rb.result.problem.empty());
+  CHECK(rb.meta_calls == 1);
+  REQUIRE(rb.meta.has_value());
+  const raw::Meta want = sample_meta();
+  const raw::Meta& got = *rb.meta;
+  CHECK(got.gilspy_version == want.gilspy_version);
+  CHECK(got.pid == want.pid);
+  CHECK(got.rank == want.rank);
+  CHECK(got.python_version == want.python_version);
+  CHECK(got.python_binary == want.python_binary);
+  CHECK(got.build == want.build);
+  CHECK(got.free_threaded == want.free_threaded);
+  CHECK(got.command == want.command);
+  CHECK(got.hostname == want.hostname);
+  CHECK(got.monotonic_ns == want.monotonic_ns);
+  CHECK(got.realtime_ns == want.realtime_ns);
+  CHECK(got.rate_hz == want.rate_hz);
+  CHECK(got.switch_interval_us == want.switch_interval_us);
+  CHECK(got.gil_addr == want.gil_addr);
+
+  REQUIRE(rb.records.size() == records.size());
+  CHECK(rb.result.records == records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    CAPTURE(i);
+    check_same(rb.records[i], records[i]);
+  }
+  REQUIRE(rb.result.summary.has_value());
+  CHECK(*rb.result.summary == summary);
+}
+
+TEST_CASE("raw format: an unfinished Writer leaves a .partial that reads back as incomplete") {
+  TempDir dir;
+  const fs::path final_path = dir.path / "GIL_1_rank_0.json";
+  const auto records = sample_records();
+  std::string partial;
+  {
+    raw::Writer w(final_path.string(), sample_meta());
+    for (const auto& r : records) w.write(r);
+    w.flush();
+    partial = slurp(w.partial_path());
+  }  // destroyed without finish(): a killed recording
+  CHECK(fs::exists(final_path.string() + ".partial"));
+  CHECK_FALSE(fs::exists(final_path));
+  const ReadBack rb = read_text(partial, "GIL_1_rank_0.json.partial");
+  CHECK_FALSE(rb.result.complete);
+  CHECK_FALSE(rb.result.summary.has_value());
+  CHECK(rb.records.size() == records.size());
+  CHECK(rb.result.problem.find("cut short") != std::string::npos);
+}
+
+TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recovered after it") {
+  TempDir dir;
+  std::vector<raw::Record> records;
+  for (int i = 0; i < 6; ++i) {
+    for (const auto& r : sample_records()) {
+      raw::Record c = r;
+      c.ts += i * 10'000;
+      records.push_back(c);
+    }
+  }
+  const std::string text = written_file(dir, records, {{"duration_ns", 60000}, {"threads", nlohmann::json::array()}});
+
+  // Where each part ends: the meta object, each event's closing bracket, the whole document.
+  size_t meta_end = 0;              // one past the meta's closing brace
+  std::vector<size_t> record_ends;  // one past each record's ']'
+  size_t doc_end = text.rfind('}') + 1;
+  {
+    size_t line_start = 0;
+    int line_no = 0;
+    while (line_start < text.size()) {
+      const size_t nl = text.find('\n', line_start);
+      const size_t line_end = nl == std::string::npos ? text.size() : nl;
+      std::string_view line(text.data() + line_start, line_end - line_start);
+      ++line_no;
+      if (line_no == 2) {
+        REQUIRE(line.substr(0, 7) == "\"meta\":");
+        meta_end = line_start + line.rfind('}') + 1;
+      } else if (line_no >= 4 && !line.empty() && line[0] == '[') {
+        if (line.substr(0, 5) != "[\"F\"]") record_ends.push_back(line_start + line.find(']', line.rfind('"') + 1) + 1);
+      }
+      line_start = line_end + 1;
+    }
+  }
+  REQUIRE(meta_end > 0);
+  REQUIRE(record_ends.size() == records.size());
+
+  std::vector<size_t> cuts;
+  for (size_t p = 0; p <= text.size(); p += 7) cuts.push_back(p);
+  for (size_t p : {meta_end - 1, meta_end, meta_end + 1, doc_end - 1, doc_end, text.size()}) cuts.push_back(p);
+  for (size_t e : record_ends) {
+    cuts.push_back(e - 1);
+    cuts.push_back(e);
+  }
+  size_t rejected = 0, recovered = 0;
+  for (const size_t p : cuts) {
+    CAPTURE(p);
+    const std::string prefix = text.substr(0, p);
+    if (p < meta_end) {
+      try {
+        read_text(prefix, "cut.json");
+        FAIL("a file cut before the end of its meta was accepted");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::kBadInput);
+        CHECK(std::string(e.what()).find("cut.json") != std::string::npos);
+      }
+      ++rejected;
+      continue;
+    }
+    const ReadBack rb = read_text(prefix, "cut.json");
+    ++recovered;
+    size_t expect = 0;
+    while (expect < record_ends.size() && record_ends[expect] <= p) ++expect;
+    CHECK(rb.meta_calls == 1);
+    REQUIRE(rb.records.size() == expect);
+    CHECK(rb.result.records == expect);
+    for (size_t i = 0; i < expect; ++i) check_same(rb.records[i], records[i]);
+    if (p >= doc_end) {
+      CHECK(rb.result.complete);
+    } else {
+      CHECK_FALSE(rb.result.complete);
+      CHECK_FALSE(rb.result.problem.empty());
+    }
+  }
+  CHECK(rejected > 5);
+  CHECK(recovered > 20);
+}
+
+TEST_CASE("raw format: what is not a raw recording is kBadInput, and the message names the file") {
+  check_bad_input("", "empty");
+  check_bad_input("hello");
+  check_bad_input("   \n");
+  check_bad_input("[1,2]", "array");
+  check_bad_input("42");
+  check_bad_input("{\"a\":1}", "meta");
+  check_bad_input("{\"format\":\"other\"}", "format");
+  check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":99,\"meta\":{}}", "format_version");
+  check_bad_input(std::string("{\"meta\":") + raw::to_json(sample_meta()).dump() + "}", "format");
+  check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"meta\":{\"pid\":1}}", "meta");
+  check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"meta\":5}", "meta");
+  check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"events\":[]}", "meta");
+  check_bad_input(with_events("5"), "arrays");
+  check_bad_input(with_events("{\"kind\":\"H\"}"), "arrays");
+  check_bad_input(with_events("[\"H\",1,2,3],\n\"H\""), "arrays");
+  check_bad_input(with_events("[\"Z\",1,2]"), "unknown kind");
+  check_bad_input(with_events("[\"H\",1,2,3],\n[\"H\",1,10,-5]"), "negative");
+  check_bad_input(with_events("[\"H\",1,2]"), "integer");
+  check_bad_input(with_events("[\"T\",1,2]"), "thread name");
+  check_bad_input(with_events("[]"));
+  check_bad_input(with_events("[7,1,2]"));
+  check_bad_input(kHeader + raw::to_json(sample_meta()).dump() + ",\n\"events\":5}", "events");
+}
+
+TEST_CASE("raw format: a bad event after good ones is still an error, not a recovery") {
+  int seen = 0;
+  std::istringstream in(with_events("[\"H\",1,2,3],\n[\"W\",2,2,3],\n[\"Q\",1,1,1],\n[\"F\"]"));
+  try {
+    raw::read(
+        in, "mid.json", [](const raw::Meta&) {}, [&](const raw::Record&) { ++seen; });
+    FAIL("accepted an unknown kind");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kBadInput);
+    CHECK(std::string(e.what()).find("mid.json: event #3") != std::string::npos);
+  }
+  CHECK(seen == 2);
+}
+
+TEST_CASE("raw format: unknown top-level members are skipped, nested values inside meta do not confuse the reader") {
+  nlohmann::json meta = raw::to_json(sample_meta());
+  meta["extra"] = {{"events", {1, 2, 3}}, {"summary", {{"x", {{"y", 1}}}}}};
+  const std::string text = std::string("{\"format\":\"gilspy-raw\",\"future\":{\"a\":[1,{\"b\":2}]},\"format_version\":1,\n") +
+                           "\"meta\":" + meta.dump() + ",\n\"events\":[\n[\"H\",7,1,2],\n[\"F\"]],\n\"summary\":{\"k\":[1,[2]]}}";
+  const ReadBack rb = read_text(text);
+  CHECK(rb.result.complete);
+  REQUIRE(rb.meta.has_value());
+  CHECK(rb.meta->pid == 31337);
+  CHECK(rb.meta->hostname == "gpu-node-12");
+  REQUIRE(rb.records.size() == 1);
+  CHECK(rb.records[0].tid == 7);
+  REQUIRE(rb.result.summary.has_value());
+  CHECK(*rb.result.summary == nlohmann::json::parse(R"({"k":[1,[2]]})"));
+}

@@ -1,0 +1,42 @@
+"""Shared by the e2e workloads: readiness and the report a test reads back.
+
+A workload tells the test which OS thread plays which role. It writes one JSON line to the file named by
+GILSPY_TEST_READY (a FIFO the test waits on) once every thread runs, and the same JSON (plus what it measured)
+to GILSPY_TEST_REPORT at the end. Both are optional, so the scripts also run by hand.
+"""
+import json
+import os
+import threading
+import time
+
+
+def native_id():
+    return threading.get_native_id()
+
+
+def announce(info):
+    path = os.environ.get("GILSPY_TEST_READY")
+    if path:
+        with open(path, "w") as f:
+            f.write(json.dumps(info) + "\n")
+
+
+def report(info):
+    path = os.environ.get("GILSPY_TEST_REPORT")
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(info, f)
+        os.replace(tmp, path)
+
+
+def seconds_arg(argv, default):
+    return float(argv[1]) if len(argv) > 1 else default
+
+
+def spin_until(deadline):
+    n = 0
+    while time.monotonic() < deadline:
+        for _ in range(500):
+            n += 1
+    return n

@@ -1,0 +1,45 @@
+"""2 CPU-bound threads and 1 thread looping time.sleep(0.001): the sleeper holds the GIL only for a moment
+after each nap, then waits for it behind the CPU threads' switch interval.
+
+usage: cpu_and_sleeper.py SECONDS
+"""
+import sys
+import threading
+import time
+
+from common import announce, native_id, report, seconds_arg, spin_until
+
+duration = seconds_arg(sys.argv, 5.0)
+roles = {}
+lock = threading.Lock()
+started = threading.Barrier(4)
+
+
+def cpu(name):
+    with lock:
+        roles.setdefault("cpu", []).append(native_id())
+    started.wait()
+    spin_until(stop)
+
+
+def sleeper():
+    with lock:
+        roles["sleeper"] = native_id()
+    started.wait()
+    naps = 0
+    while time.monotonic() < stop:
+        time.sleep(0.001)
+        naps += 1
+    roles["naps"] = naps
+
+
+stop = time.monotonic() + duration
+threads = [threading.Thread(target=cpu, args=(i,)) for i in range(2)] + [threading.Thread(target=sleeper)]
+for t in threads:
+    t.start()
+started.wait()
+roles["main"] = native_id()
+announce(roles)
+for t in threads:
+    t.join()
+report(roles)
