@@ -37,13 +37,22 @@ std::vector<Mapping> read_maps(pid_t pid) {
   std::ifstream f(path);
   if (!f) {
     if (errno == EACCES) {
-      throw Error(ErrorKind::kPermission, "cannot read " + path + ": permission denied");
+      throw Error(ErrorKind::kPermission, "no permission to inspect process " + std::to_string(pid) + ": " +
+                                              ptrace_permission_hint());
     }
     throw Error(ErrorKind::kNoSuchProcess, "no process with PID " + std::to_string(pid));
   }
   std::stringstream ss;
   ss << f.rdbuf();
   return parse_maps(ss.str());
+}
+
+std::string ptrace_permission_hint() {
+  std::string scope = "?";
+  std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
+  if (f) std::getline(f, scope);
+  return "run gilspy as root, or as the target's user with CAP_SYS_PTRACE (sudo setcap cap_sys_ptrace+ep "
+         "$(which gilspy)); kernel.yama.ptrace_scope is " + scope;
 }
 
 std::string path_in_process(pid_t pid, const std::string& path) {

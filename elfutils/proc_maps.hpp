@@ -21,6 +21,9 @@ std::vector<Mapping> parse_maps(std::string_view text);
 // Throws Error(kNoSuchProcess) when the process does not exist.
 std::vector<Mapping> read_maps(pid_t pid);
 
+// What to do about a permission error on another process (ptrace access mode).
+std::string ptrace_permission_hint();
+
 // A path inside the target's mount namespace, opened from ours (containers): /proc/PID/root/PATH.
 std::string path_in_process(pid_t pid, const std::string& path);
 

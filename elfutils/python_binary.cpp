@@ -1,5 +1,6 @@
 #include "elfutils/python_binary.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <regex>
 
@@ -9,7 +10,8 @@
 namespace gilspy::elf {
 
 std::string PyVersion::text() const {
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro);
+  std::string t = std::to_string(major) + "." + std::to_string(minor);
+  return micro >= 0 ? t + "." + std::to_string(micro) : t;
 }
 
 std::optional<PyVersion> parse_version_text(const std::string& text) {
@@ -19,9 +21,9 @@ std::optional<PyVersion> parse_version_text(const std::string& text) {
   PyVersion v;
   v.major = std::stoi(m[1]);
   v.minor = std::stoi(m[2]);
-  v.micro = m[3].matched ? std::stoi(m[3]) : 0;
+  v.micro = m[3].matched ? std::stoi(m[3]) : -1;
   v.hex = (static_cast<uint32_t>(v.major) << 24) | (static_cast<uint32_t>(v.minor) << 16) |
-          (static_cast<uint32_t>(v.micro) << 8) | 0xF0;
+          (static_cast<uint32_t>(std::max(v.micro, 0)) << 8) | 0xF0;
   return v;
 }
 

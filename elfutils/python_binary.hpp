@@ -15,9 +15,9 @@ namespace gilspy::elf {
 struct PyVersion {
   int major = 0;
   int minor = 0;
-  int micro = 0;
+  int micro = -1;    // -1: not known (before 3.11 only the file name may tell the version)
   uint32_t hex = 0;  // PY_VERSION_HEX where known (Py_Version, 3.11+), else built from the numbers
-  std::string text() const;
+  std::string text() const;  // "3.11.7", or "3.9" when the micro version is not known
   bool at_least(int maj, int min) const { return major > maj || (major == maj && minor >= min); }
 };
 

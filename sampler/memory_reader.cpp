@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "elfutils/error.hpp"
+#include "elfutils/proc_maps.hpp"
 
 namespace gilspy::sampler {
 
@@ -22,14 +23,6 @@ void MemoryReader::read_exact(uint64_t remote, void* local, size_t len, const ch
     std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(remote));
     throw Error(ErrorKind::kBadAddress, std::string("cannot read ") + what + " at " + addr);
   }
-}
-
-std::string ptrace_permission_hint() {
-  std::string scope = "?";
-  std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
-  if (f) std::getline(f, scope);
-  return "run gilspy as root or as the target's user with CAP_SYS_PTRACE (sudo setcap cap_sys_ptrace+ep "
-         "$(which gilspy)); kernel.yama.ptrace_scope is " + scope;
 }
 
 size_t RemoteMemoryReader::read(std::span<const ReadRegion> regions) {
@@ -53,7 +46,7 @@ size_t RemoteMemoryReader::read(std::span<const ReadRegion> regions) {
       }
       if (err == EPERM || err == EACCES) {
         throw Error(ErrorKind::kPermission,
-                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + ptrace_permission_hint());
+                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + elf::ptrace_permission_hint());
       }
       return done;  // EFAULT: the first region is not mapped
     }

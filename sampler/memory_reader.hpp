@@ -44,7 +44,4 @@ class RemoteMemoryReader final : public MemoryReader {
   pid_t pid_;
 };
 
-// The hint printed with every permission error.
-std::string ptrace_permission_hint();
-
 }  // namespace gilspy::sampler

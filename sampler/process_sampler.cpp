@@ -24,18 +24,18 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       walk_buffer_(ThreadWalker::kMaxThreads),
       regions_(1 + ThreadWalker::kMaxThreads),
       identity_words_(ThreadWalker::kMaxThreads),
-      gil_bytes_(interp.layout.gil.size) {}
+      gil_bytes_(interp.layout.gil.size) {
+  active_.reserve(ThreadWalker::kMaxThreads);
+}
 
 size_t ProcessSampler::thread_count() const {
-  size_t n = 0;
-  for (const auto& t : tracks_) n += t.active ? 1 : 0;
-  return n;
+  return active_.size();
 }
 
 int ProcessSampler::find_track(uint64_t tstate) const {
   if (tstate == 0) return -1;
-  for (size_t i = 0; i < tracks_.size(); ++i) {
-    if (tracks_[i].active && tracks_[i].ref.tstate == tstate) return static_cast<int>(i);
+  for (const uint16_t i : active_) {
+    if (tracks_[i].ref.tstate == tstate) return static_cast<int>(i);
   }
   return -1;
 }
@@ -64,9 +64,8 @@ void ProcessSampler::rewalk(int64_t t_mid) {
   counters_.walks.fetch_add(1, std::memory_order_relaxed);
   const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_);
   // Threads no longer in the list (or whose state was reused by another thread) end here.
-  for (size_t i = 0; i < tracks_.size(); ++i) {
+  for (const uint16_t i : active_) {
     Track& t = tracks_[i];
-    if (!t.active) continue;
     bool still = false;
     for (size_t j = 0; j < n && !still; ++j) {
       still = walk_buffer_[j].tstate == t.ref.tstate && walker_.identity_value(walk_buffer_[j]) == t.identity &&
@@ -79,6 +78,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.active = false;
     }
   }
+  std::erase_if(active_, [&](uint16_t i) { return !tracks_[i].active; });
   for (size_t j = 0; j < n; ++j) {
     if (find_track(walk_buffer_[j].tstate) >= 0) continue;
     for (size_t i = 0; i < tracks_.size(); ++i) {
@@ -91,6 +91,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
       emit(EventType::kThreadStart, t.ref.tid, t_mid, 0, t.ref.tstate);
+      active_.push_back(static_cast<uint16_t>(i));  // capacity reserved: no allocation
       break;
     }
   }
@@ -121,8 +122,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   // 1. One read: the GIL struct, then the identity word of every known thread.
   size_t nregions = 0;
   regions_[nregions++] = {interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
-  for (size_t i = 0; i < tracks_.size(); ++i) {
-    if (!tracks_[i].active) continue;
+  for (const uint16_t i : active_) {
     regions_[nregions++] = {walker_.identity_addr(tracks_[i].ref), &identity_words_[i], 8};
   }
   size_t got = 0;
@@ -151,10 +151,9 @@ bool ProcessSampler::poll(int64_t t_now) {
 
   // 2. Thread list upkeep: a vanished or reused thread state, an unknown holder, or time.
   bool dirty = got < nregions;
-  for (size_t i = 0, r = 1; i < tracks_.size() && !dirty; ++i) {
-    if (!tracks_[i].active) continue;
-    dirty = r < got && identity_words_[i] != tracks_[i].identity;
-    ++r;
+  for (const uint16_t i : active_) {
+    if (dirty) break;
+    dirty = identity_words_[i] != tracks_[i].identity;
   }
   if (g.holder() != 0 && find_track(g.holder()) < 0) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
@@ -175,14 +174,13 @@ bool ProcessSampler::poll(int64_t t_now) {
   // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters can
   //    only shrink when the holder changes; it grows when the cond's waiter count goes past what we know.
   size_t known_waiting = 0;
-  for (const auto& t : tracks_) known_waiting += (t.active && t.role == GilRole::kWaiting) ? 1 : 0;
+  for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
   const bool holder_changed = g.holder() != prev_.holder() || delta > 0;
   const bool scan_all = periodic || (holder_changed && (g.waiters > 0 || known_waiting > 0));
   const bool scan_released = !scan_all && g.waiters > known_waiting;
 
-  for (size_t i = 0; i < tracks_.size(); ++i) {
+  for (const uint16_t i : active_) {
     Track& t = tracks_[i];
-    if (!t.active) continue;
     if (static_cast<int>(i) == holder) {
       if (t.role == GilRole::kHolding && delta > 0) {
         // Same holder, but the GIL changed hands in between: it dropped and took it again.
@@ -209,14 +207,14 @@ bool ProcessSampler::poll(int64_t t_now) {
 void ProcessSampler::finish(int64_t t_end) {
   if (gone_) return;
   gone_ = true;
-  for (size_t i = 0; i < tracks_.size(); ++i) {
+  for (const uint16_t i : active_) {
     Track& t = tracks_[i];
-    if (!t.active) continue;
     set_role(t, GilRole::kReleased, t_end);
     emit(EventType::kThreadEnd, t.ref.tid, t_end);
     tasks_.thread_removed(i);
     t.active = false;
   }
+  active_.clear();
 }
 
 }  // namespace gilspy::sampler

@@ -97,6 +97,7 @@ class ProcessSampler {
   SamplerCounters counters_;
 
   std::vector<Track> tracks_;           // kMaxThreads slots
+  std::vector<uint16_t> active_;        // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;  // kMaxThreads
   std::vector<ReadRegion> regions_;     // 1 + kMaxThreads
   std::vector<uint64_t> identity_words_;

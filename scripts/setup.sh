@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config libelf-dev libdwarf-dev libboost-dev libboost-system-dev
-      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb)
+      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,7 +17,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[ "${1:-}" = "--no-build" ] && exit 0
-BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
-cmake -S . -B build -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DGILSPY_WERROR=ON >/dev/null
+case "${1:-}" in
+  --no-build) exit 0 ;;
+  --asan)
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGILSPY_SANITIZE=ON -DGILSPY_WERROR=ON >/dev/null
+    cmake --build build-asan -j"$(nproc)" --target gilspy_unit_tests gilspy
+    exit 0 ;;
+esac
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGILSPY_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"

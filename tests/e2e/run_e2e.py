@@ -63,10 +63,26 @@ def scenario_info(gilspy, python):
 # --- issue 3: gilspy record ---------------------------------------------------------------------------------
 
 def check_cpu_and_sleeper(raw, roles):
+    # A CPU-bound thread advances only while it holds the GIL, so its share of the loop iterations is its share
+    # of the hold time: that checks gilspy against the workload itself. CPython does not split the GIL evenly
+    # on a busy 2-core machine (a thread back from a forced drop often retakes it first), so 35-65 % each is
+    # asserted only when the workload's own split says the run was that fair.
+    work = roles.get("work", {})
+    total_work = sum(work.values())
+    total_hold = sum(raw.thread(tid)["hold_ns"] for tid in roles["cpu"])
     for tid in roles["cpu"]:
         t = raw.thread(tid)
-        check(0.35 <= t["hold_share"] <= 0.65, f"CPU thread {tid} held {t['hold_share']:.1%}, expected 35-65 %")
         check(t["wait_share"] > 0.20, f"CPU thread {tid} waited {t['wait_share']:.1%}, expected > 20 %")
+        work_share = work[str(tid)] / total_work if total_work else None
+        hold_split = t["hold_ns"] / total_hold
+        if work_share is not None:
+            check(abs(hold_split - work_share) < 0.05,
+                  f"CPU thread {tid} got {hold_split:.1%} of the CPU threads' hold time but did "
+                  f"{work_share:.1%} of their work")
+        if work_share is None or 0.35 <= work_share <= 0.65:
+            check(0.35 <= t["hold_share"] <= 0.65, f"CPU thread {tid} held {t['hold_share']:.1%}, expected 35-65 %")
+    check(sum(raw.thread(tid)["hold_share"] for tid in roles["cpu"]) >= 0.8,
+          "the CPU threads together held the GIL less than 80 % of the time")
     s = raw.thread(roles["sleeper"])
     check(s["hold_share"] < 0.05, f"sleeper held {s['hold_share']:.1%}, expected < 5 %")
     check(s["wait_share"] > 0.30, f"sleeper waited {s['wait_share']:.1%}, expected > 30 %")

@@ -19,7 +19,9 @@ def cpu(name):
     with lock:
         roles.setdefault("cpu", []).append(native_id())
     started.wait()
-    spin_until(stop)
+    done = spin_until(stop)
+    with lock:
+        roles.setdefault("work", {})[str(native_id())] = done
 
 
 def sleeper():
