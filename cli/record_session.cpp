@@ -310,6 +310,7 @@ int run_record(const RecordOptions& o) {
     fig.late = lc.late.load();
     fig.missed = lc.missed.load();
     fig.max_lateness_ns = lc.max_lateness_ns.load();
+    fig.poller_nice = lc.nice.load();
     fig.dropped_events = queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <regex>
+#include <cctype>
 
 #include "elfutils/elf_image.hpp"
 #include "elfutils/error.hpp"
@@ -14,14 +14,32 @@ std::string PyVersion::text() const {
   return micro >= 0 ? t + "." + std::to_string(micro) : t;
 }
 
+namespace {
+
+// Reads a run of digits at `pos` (at most 4, so no overflow); -1 when there is none.
+int digits_at(const std::string& s, size_t* pos) {
+  int value = -1;
+  for (size_t n = 0; *pos < s.size() && n < 4 && std::isdigit(static_cast<unsigned char>(s[*pos])); ++n, ++*pos) {
+    value = (value < 0 ? 0 : value * 10) + (s[*pos] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 std::optional<PyVersion> parse_version_text(const std::string& text) {
-  static const std::regex re(R"(^(\d+)\.(\d+)(?:\.(\d+))?)");
-  std::smatch m;
-  if (!std::regex_search(text, m, re)) return std::nullopt;
+  // MAJOR.MINOR[.MICRO], anything after that (rc1, +) ignored.
+  size_t pos = 0;
   PyVersion v;
-  v.major = std::stoi(m[1]);
-  v.minor = std::stoi(m[2]);
-  v.micro = m[3].matched ? std::stoi(m[3]) : -1;
+  v.major = digits_at(text, &pos);
+  if (v.major < 0 || pos >= text.size() || text[pos] != '.') return std::nullopt;
+  ++pos;
+  v.minor = digits_at(text, &pos);
+  if (v.minor < 0) return std::nullopt;
+  if (pos + 1 < text.size() && text[pos] == '.') {
+    ++pos;
+    v.micro = digits_at(text, &pos);
+  }
   v.hex = (static_cast<uint32_t>(v.major) << 24) | (static_cast<uint32_t>(v.minor) << 16) |
           (static_cast<uint32_t>(std::max(v.micro, 0)) << 8) | 0xF0;
   return v;
@@ -45,10 +63,29 @@ std::string basename_of(const std::string& path) {
 
 // "libpython3.9.so.1.0" -> 3.9 ; "python3.11" -> 3.11 ; "python3" -> nothing.
 std::optional<PyVersion> version_from_name(const std::string& name) {
-  static const std::regex re(R"(python(\d)\.(\d+))");
-  std::smatch m;
-  if (!std::regex_search(name, m, re)) return std::nullopt;
-  return parse_version_text(m[1].str() + "." + m[2].str());
+  for (size_t pos = name.find("python"); pos != std::string::npos; pos = name.find("python", pos + 1)) {
+    auto v = parse_version_text(name.substr(pos + 6));
+    if (v) {
+      v->micro = -1;  // "libpython3.9.so.1.0": the ".so" is no micro version
+      v->hex &= 0xFFFF00FF;
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+// "3.9.18", "3.13.0rc1", "3.12.1+": the form of PY_VERSION.
+bool looks_like_py_version(const std::string& token) {
+  size_t pos = 0, dots = 0;
+  while (pos < token.size() && (std::isdigit(static_cast<unsigned char>(token[pos])) || token[pos] == '.')) {
+    dots += token[pos] == '.' ? 1 : 0;
+    ++pos;
+  }
+  if (dots != 2 || pos == 0 || token[pos - 1] == '.') return false;
+  for (; pos < token.size(); ++pos) {
+    if (!std::isalnum(static_cast<unsigned char>(token[pos])) && token[pos] != '+') return false;
+  }
+  return true;
 }
 
 // Before 3.11 there is no Py_Version: the PY_VERSION literal ("3.9.18") sits NUL-terminated in .rodata.
@@ -63,7 +100,7 @@ std::optional<PyVersion> version_from_rodata(const ElfImage& image, const PyVers
     const size_t end = hay.find('\0', start);
     if (end == std::string_view::npos || end - start > 16) continue;
     const std::string token(hay.substr(start, end - start));
-    if (std::regex_match(token, std::regex(R"(\d+\.\d+\.\d+([abc]|rc)?\d*\+?)"))) return parse_version_text(token);
+    if (looks_like_py_version(token)) return parse_version_text(token);
   }
   return std::nullopt;
 }

@@ -16,6 +16,10 @@ struct PollLoopOptions {
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core
   int64_t spin_ns = 0;    // when sleeping: wake this early and spin the rest (sharper deadlines, more CPU)
+  // Nice value asked for the poll thread. On a machine whose cores the target keeps busy, a sleeping poller
+  // at the default nice waits behind the target's threads at every wake-up and misses deadlines; -10 lets
+  // it preempt them for its few microseconds. Needs CAP_SYS_NICE; without it the loop runs at nice 0.
+  int nice = -10;
 };
 
 enum class StopReason { kDuration, kStopped, kTargetsGone };
@@ -27,6 +31,7 @@ struct LoopCounters {
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> last_ns{0};
   std::atomic<int64_t> max_lateness_ns{0};
+  std::atomic<int> nice{0};  // the nice value the poll thread ran at
 };
 
 int64_t monotonic_ns();

@@ -22,8 +22,6 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       walker_(interp.pid, interp.layout, interp.interp_addr),
       tracks_(ThreadWalker::kMaxThreads),
       walk_buffer_(ThreadWalker::kMaxThreads),
-      regions_(1 + ThreadWalker::kMaxThreads),
-      identity_words_(ThreadWalker::kMaxThreads),
       gil_bytes_(interp.layout.gil.size) {
   active_.reserve(ThreadWalker::kMaxThreads);
 }
@@ -119,12 +117,12 @@ GilRole ProcessSampler::role_from_task(const Track& t, TaskState s, bool unseen_
 
 bool ProcessSampler::poll(int64_t t_now) {
   if (gone_) return false;
-  // 1. One read: the GIL struct, then the identity word of every known thread.
+  // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
+  //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
   size_t nregions = 0;
   regions_[nregions++] = {interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
-  for (const uint16_t i : active_) {
-    regions_[nregions++] = {walker_.identity_addr(tracks_[i].ref), &identity_words_[i], 8};
-  }
+  const bool watching = watched_ >= 0 && tracks_[watched_].active;
+  if (watching) regions_[nregions++] = {walker_.identity_addr(tracks_[watched_].ref), &watched_word_, 8};
   size_t got = 0;
   try {
     got = reader_.read({regions_.data(), nregions});
@@ -149,13 +147,20 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   const int64_t t_mid = t_prev_ + (t_now - t_prev_) / 2;
 
-  // 2. Thread list upkeep: a vanished or reused thread state, an unknown holder, or time.
-  bool dirty = got < nregions;
-  for (const uint16_t i : active_) {
-    if (dirty) break;
-    dirty = identity_words_[i] != tracks_[i].identity;
+  // 2. Thread list upkeep: a vanished or reused thread state (its identity word changed), an unknown holder,
+  //    or time. A thread state freed and reused by a new thread can become the holder again without moving
+  //    last_holder or switch_number, which is why the last holder's identity is read at every poll.
+  bool dirty = got < nregions || (watching && watched_word_ != tracks_[watched_].identity);
+  if (!dirty && g.last_holder != 0) {
+    const int last = find_track(g.last_holder);
+    if (last < 0) {
+      dirty = true;
+    } else if (last != watched_) {
+      uint64_t word = 0;
+      const ReadRegion r{walker_.identity_addr(tracks_[last].ref), &word, 8};
+      dirty = reader_.read({&r, 1}) != 1 || word != tracks_[last].identity;
+    }
   }
-  if (g.holder() != 0 && find_track(g.holder()) < 0) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
   if (dirty || periodic) {
     rewalk(t_mid);
@@ -199,6 +204,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     }
   }
   if (g.waiters != prev_.waiters) emit(EventType::kWaiters, 0, t_now, 0, g.waiters);
+  watched_ = find_track(g.last_holder);
   prev_ = g;
   t_prev_ = t_now;
   return true;

@@ -4,6 +4,7 @@
 // intervals. Fixed-size tables are allocated at construction; poll() itself never allocates.
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -99,8 +100,9 @@ class ProcessSampler {
   std::vector<Track> tracks_;           // kMaxThreads slots
   std::vector<uint16_t> active_;        // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;  // kMaxThreads
-  std::vector<ReadRegion> regions_;     // 1 + kMaxThreads
-  std::vector<uint64_t> identity_words_;
+  std::array<ReadRegion, 2> regions_;
+  int watched_ = -1;            // the track whose identity word each poll reads (the last holder)
+  uint64_t watched_word_ = 0;
   std::vector<uint8_t> gil_bytes_;
   bool truncated_ = false;
 
