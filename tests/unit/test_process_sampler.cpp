@@ -1,0 +1,312 @@
+// The sampler's reconstruction, driven through fake memory: a made-up interpreter laid out with the 3.11 table,
+// GIL states set poll by poll, and scripted kernel task states.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <vector>
+
+#include "cpython_layouts/layout.hpp"
+#include "elfutils/error.hpp"
+#include "sampler/fake_memory_reader.hpp"
+#include "sampler/poll_loop.hpp"
+#include "sampler/process_sampler.hpp"
+
+using namespace gilspy;
+using namespace gilspy::sampler;
+
+namespace {
+
+constexpr uint64_t kRuntime = 0x10000, kInterp = 0x20000, kGil = 0x30000, kTstates = 0x40000;
+
+class ScriptedTasks final : public TaskStateSource {
+ public:
+  std::map<int32_t, TaskState> state;  // by tid
+  std::map<size_t, int32_t> slots;
+  int reads = 0;
+  void thread_added(size_t slot, int32_t tid) override { slots[slot] = tid; }
+  void thread_removed(size_t slot) override { slots.erase(slot); }
+  TaskState read(size_t slot) override {
+    ++reads;
+    auto it = state.find(slots.at(slot));
+    return it == state.end() ? TaskState::kOtherSyscall : it->second;
+  }
+};
+
+// A fake 3.11 interpreter whose thread list and GIL the test edits between polls.
+struct FakeTarget {
+  layouts::Layout layout = layouts::layout_for(*elf::parse_version_text("3.11.7"));
+  FakeMemoryReader mem;
+  Interpreter interp;
+  std::vector<int32_t> tids;  // thread i lives at kTstates + i * 0x1000
+
+  FakeTarget() {
+    mem.map(kRuntime, 0x1000);
+    mem.map(kInterp, 0x1000);
+    mem.map(kGil, 0x1000);
+    mem.map(kTstates, 0x10000);
+    mem.put<uint64_t>(kRuntime + layout.runtime.interpreters_head, kInterp);
+    interp.pid = 1000;
+    interp.layout = layout;
+    interp.interp_addr = kInterp;
+    interp.gil_addr = kGil;
+    mem.put<uint64_t>(kGil + layout.gil.interval, 5000);
+  }
+  static uint64_t tstate(size_t i) { return kTstates + i * 0x1000; }
+  // Links threads `live` (indices) into the interpreter's list, with their TIDs.
+  void set_threads(const std::vector<size_t>& live) {
+    uint64_t head = 0;
+    for (auto it = live.rbegin(); it != live.rend(); ++it) {
+      const uint64_t ts = tstate(*it);
+      mem.put<uint64_t>(ts + layout.tstate.next, head);
+      mem.put<uint64_t>(ts + layout.tstate.interp, kInterp);
+      mem.put<uint64_t>(ts + layout.tstate.thread_id, 0x7f0000 + *it);
+      mem.put<uint64_t>(ts + *layout.tstate.native_thread_id, static_cast<uint64_t>(tids.at(*it)));
+      head = ts;
+    }
+    mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
+  }
+  void gil(int32_t locked, uint64_t holder, uint64_t switch_number, uint32_t waiters = 0) {
+    mem.put<int32_t>(kGil + layout.gil.locked, locked);
+    mem.put<uint64_t>(kGil + layout.gil.last_holder, holder);
+    mem.put<uint64_t>(kGil + layout.gil.switch_number, switch_number);
+    mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs, waiters << 3);
+  }
+};
+
+struct Interval {
+  EventType type;
+  int32_t tid;
+  int64_t start, end;
+};
+
+std::vector<Event> drain(EventQueue& q) {
+  std::vector<Event> out;
+  Event e;
+  while (q.pop(&e)) out.push_back(e);
+  return out;
+}
+
+std::vector<Interval> intervals(const std::vector<Event>& events, EventType type) {
+  std::vector<Interval> out;
+  for (const auto& e : events) {
+    if (e.type == type) out.push_back({e.type, e.tid, e.ts_ns, e.ts_ns + e.dur_ns});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sampler: holds switch between threads at the midpoint between polls") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+
+  t.gil(1, FakeTarget::tstate(0), 1, 1);
+  tasks.state[101] = TaskState::kGilCond;
+  CHECK(s.poll(1000));
+  CHECK(s.poll(2000));
+  t.gil(1, FakeTarget::tstate(1), 2, 1);  // 101 took it at some point in (2000, 3000)
+  tasks.state[100] = TaskState::kGilCond;
+  tasks.state[101] = TaskState::kRunning;
+  CHECK(s.poll(3000));
+  s.finish(4000);
+
+  const auto events = drain(q);
+  const auto holds = intervals(events, EventType::kHold);
+  REQUIRE(holds.size() == 2);
+  CHECK(holds[0].tid == 100);
+  CHECK(holds[0].start == 1000);
+  CHECK(holds[0].end == 2500);
+  CHECK(holds[1].tid == 101);
+  CHECK(holds[1].start == 2500);
+  CHECK(holds[1].end == 4000);
+  const auto waits = intervals(events, EventType::kWait);
+  // 101 waited from the first poll until it took the GIL; 100 waits from the hand-off to the end.
+  REQUIRE(waits.size() == 2);
+  CHECK(waits[0].tid == 101);
+  CHECK(waits[0].end == 2500);
+  CHECK(waits[1].tid == 100);
+  CHECK(waits[1].start == 2500);
+  CHECK(s.counters().handoffs_total.load() == 1);
+  CHECK(s.counters().handoffs_seen.load() == 1);
+}
+
+TEST_CASE("sampler: hand-offs between two polls are counted as unseen, and a woken waiter is then released") {
+  FakeTarget t;
+  t.tids = {100, 101, 102};
+  t.set_threads({0, 1, 2});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+
+  t.gil(1, FakeTarget::tstate(0), 10, 2);
+  tasks.state[101] = TaskState::kGilCond;
+  tasks.state[102] = TaskState::kGilCond;
+  s.poll(1000);
+  // 0 -> 2 -> 1 between polls: switch_number +2, one visible change. 102 now runs without the GIL.
+  t.gil(1, FakeTarget::tstate(1), 12, 1);
+  tasks.state[100] = TaskState::kGilCond;
+  tasks.state[101] = TaskState::kRunning;
+  tasks.state[102] = TaskState::kRunning;
+  s.poll(2000);
+  s.finish(3000);
+  CHECK(s.counters().handoffs_total.load() == 2);
+  CHECK(s.counters().handoffs_seen.load() == 1);
+  const auto events = drain(q);
+  const auto waits = intervals(events, EventType::kWait);
+  bool sleeper_wait_closed = false;
+  for (const auto& w : waits) sleeper_wait_closed |= (w.tid == 102 && w.end == 1500);
+  CHECK(sleeper_wait_closed);
+}
+
+TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 1);
+  tasks.state[101] = TaskState::kGilCond;
+  s.poll(1000);
+  t.gil(0, FakeTarget::tstate(0), 1, 0);  // 100 dropped it; 101 woke up and is on its way to take it
+  tasks.state[100] = TaskState::kOtherSyscall;
+  tasks.state[101] = TaskState::kRunning;
+  s.poll(2000);
+  t.gil(1, FakeTarget::tstate(1), 2, 0);
+  s.poll(3000);
+  s.finish(4000);
+  const auto events = drain(q);
+  const auto waits = intervals(events, EventType::kWait);
+  REQUIRE(waits.size() == 1);
+  CHECK(waits[0].tid == 101);
+  CHECK(waits[0].start == 1000);
+  CHECK(waits[0].end == 2500);
+}
+
+TEST_CASE("sampler: a thread state reused by a new thread never gives the old thread a hold") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(1), 1, 0);
+  s.poll(1000);
+  t.gil(0, FakeTarget::tstate(1), 1, 0);
+  s.poll(2000);
+  // Thread 101 exits; a new thread 105 gets the same PyThreadState address and takes the GIL. last_holder
+  // and switch_number do not move (CPython only bumps them for a *different* pointer).
+  t.tids[1] = 105;
+  t.set_threads({0, 1});
+  t.gil(1, FakeTarget::tstate(1), 1, 0);
+  s.poll(3000);
+  s.finish(4000);
+  const auto events = drain(q);
+  int64_t hold_105 = 0, hold_101_after_exit = 0;
+  int64_t end_101 = -1;
+  for (const auto& e : events) {
+    if (e.type == EventType::kThreadEnd && e.tid == 101 && end_101 < 0) end_101 = e.ts_ns;
+  }
+  REQUIRE(end_101 >= 0);
+  for (const auto& h : intervals(events, EventType::kHold)) {
+    if (h.tid == 105) hold_105 += h.end - h.start;
+    if (h.tid == 101 && h.end > end_101) hold_101_after_exit += h.end - h.start;
+  }
+  CHECK(hold_105 > 0);
+  CHECK(hold_101_after_exit == 0);
+}
+
+TEST_CASE("sampler: an unknown holder makes it walk the thread list again") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1000);
+  CHECK(s.thread_count() == 1);
+  t.set_threads({0, 1});
+  t.gil(1, FakeTarget::tstate(1), 2, 0);
+  s.poll(2000);
+  CHECK(s.thread_count() == 2);
+  CHECK(s.counters().unknown_holder_polls.load() == 0);
+  s.finish(3000);
+  const auto holds = intervals(drain(q), EventType::kHold);
+  REQUIRE(holds.size() == 2);
+  CHECK(holds[1].tid == 101);
+}
+
+TEST_CASE("sampler: waiters are only asked about when the GIL's state says something changed") {
+  FakeTarget t;
+  t.tids = {100, 101, 102};
+  t.set_threads({0, 1, 2});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  t.gil(1, FakeTarget::tstate(0), 1, 2);
+  tasks.state[101] = TaskState::kGilCond;
+  tasks.state[102] = TaskState::kGilCond;
+  s.poll(1000);
+  const int after_first = tasks.reads;
+  for (int i = 2; i < 50; ++i) s.poll(i * 1000);
+  CHECK(tasks.reads == after_first);  // nothing changed: no reads
+  t.gil(1, FakeTarget::tstate(1), 2, 2);
+  tasks.state[100] = TaskState::kGilCond;
+  tasks.state[101] = TaskState::kRunning;
+  s.poll(60000);
+  CHECK(tasks.reads > after_first);
+}
+
+TEST_CASE("sampler: a target that goes away closes every interval and stops") {
+  FakeTarget t;
+  t.tids = {100};
+  t.set_threads({0});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  CHECK(s.poll(1000));
+  CHECK(s.poll(2000));
+  t.mem.set_gone(true);
+  CHECK_FALSE(s.poll(3000));
+  const auto events = drain(q);
+  const auto holds = intervals(events, EventType::kHold);
+  REQUIRE(holds.size() == 1);
+  CHECK(holds[0].end == 2000);
+  CHECK(events.back().type == EventType::kThreadEnd);
+}
+
+TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final counters") {
+  FakeTarget t;
+  t.tids = {100};
+  t.set_threads({0});
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  ScriptedTasks tasks;
+  EventQueue q(1 << 14);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  PollLoop loop({.rate_hz = 2000, .duration_s = 0.05, .nice = 0}, q);
+  std::atomic<bool> stop{false};
+  ProcessSampler* samplers[] = {&s};
+  CHECK(loop.run(samplers, stop) == StopReason::kDuration);
+  CHECK(loop.counters().polls.load() > 0);
+  const auto events = drain(q);
+  REQUIRE(!events.empty());
+  CHECK(events.back().type == EventType::kStats);
+  CHECK(events.back().a == s.counters().polls.load());
+  CHECK(intervals(events, EventType::kHold).size() == 1);
+}
+
+TEST_CASE("event queue: a full queue counts what it drops") {
+  EventQueue q(4);
+  Event e;
+  for (int i = 0; i < 6; ++i) q.push(e);
+  CHECK(q.dropped() == 2);
+  int popped = 0;
+  while (q.pop(&e)) ++popped;
+  CHECK(popped == 4);
+}
