@@ -169,8 +169,17 @@ raw::Record to_record(const Event& e, int64_t anchor) {
 }  // namespace
 
 int run_record(const RecordOptions& o) {
-  std::filesystem::create_directories(o.output_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(o.output_dir, ec);
+  if (ec || ::access(o.output_dir.c_str(), W_OK | X_OK) != 0) {
+    throw Error(ErrorKind::kIo, "cannot write to the output directory " + o.output_dir +
+                                    (ec ? ": " + ec.message() : ": permission denied"));
+  }
   const bool launch_mode = !o.command.empty();
+  // Signals are taken over before anything is written, so no SIGINT/SIGTERM can leave a half-written file;
+  // they are acted on once the loop below runs.
+  asio::io_context io;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
   pid_t child = 0;
   std::optional<int> child_status;
   std::vector<std::unique_ptr<Target>> targets;
@@ -257,9 +266,7 @@ int run_record(const RecordOptions& o) {
     loop_done = true;
   });
 
-  asio::io_context io;
   int stop_signal = 0;
-  asio::signal_set signals(io, SIGINT, SIGTERM);
   std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
                                                                                int sig) {
     if (ec) return;
