@@ -65,9 +65,9 @@ void spit(const fs::path& p, const std::string& text) {
 struct Trace {
   std::string text;
   json doc;
-  std::vector<json> events;   // traceEvents
-  std::vector<int64_t> ts;    // ts of each event in exact ns, parsed from the text
-  std::vector<int64_t> dur;   // dur (or -1)
+  std::vector<json> events;  // traceEvents
+  std::vector<int64_t> ts;   // ts of each event in exact ns, parsed from the text
+  std::vector<int64_t> dur;  // dur (or -1)
 };
 
 Trace load(const std::string& path) {
@@ -86,7 +86,8 @@ Trace load(const std::string& path) {
   while (std::getline(lines, line) && line != "],") {
     REQUIRE(i < t.events.size());
     int64_t ts = INT64_MIN, dur = -1;
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), num_re); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), num_re); it != std::sregex_iterator();
+         ++it) {
       const auto& m = *it;
       int64_t v = std::stoll(m[3].str()) * 1000 + std::stoll(m[4].str());
       if (m[2].str() == "-") v = -v;
@@ -119,7 +120,8 @@ std::map<int64_t, size_t> check_structure(const Trace& t) {
   const std::regex any_num(R"re("(ts|dur)":(-?[0-9.eE+]+))re");
   const std::regex three(R"re(-?[0-9]+\.[0-9]{3})re");
   size_t numbers = 0;
-  for (auto it = std::sregex_iterator(t.text.begin(), t.text.end(), any_num); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(t.text.begin(), t.text.end(), any_num); it != std::sregex_iterator();
+       ++it) {
     const std::string v = (*it)[2].str();
     CAPTURE(v);
     CHECK(std::regex_match(v, three));
@@ -183,7 +185,8 @@ std::map<int64_t, size_t> check_structure(const Trace& t) {
   return holds;
 }
 
-std::vector<const json*> find(const Trace& t, const std::string& ph, const std::string& name, int64_t tid = -1) {
+std::vector<const json*> find(const Trace& t, const std::string& ph, const std::string& name,
+                              int64_t tid = -1) {
   std::vector<const json*> out;
   for (const auto& e : t.events) {
     if (e.at("ph") == ph && e.at("name") == name && (tid < 0 || e.at("tid") == tid)) out.push_back(&e);
@@ -191,7 +194,9 @@ std::vector<const json*> find(const Trace& t, const std::string& ph, const std::
   return out;
 }
 
-size_t index_of(const Trace& t, const json* e) { return static_cast<size_t>(e - t.events.data()); }
+size_t index_of(const Trace& t, const json* e) {
+  return static_cast<size_t>(e - t.events.data());
+}
 
 raw::Meta meta_for(int64_t pid, int64_t rank, int64_t realtime_ns) {
   raw::Meta m;
@@ -206,7 +211,8 @@ raw::Meta meta_for(int64_t pid, int64_t rank, int64_t realtime_ns) {
   return m;
 }
 
-raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0, std::string name = {}) {
+raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0,
+                std::string name = {}) {
   raw::Record r;
   r.kind = k;
   r.tid = tid;
@@ -231,7 +237,8 @@ Generated generate(uint32_t seed, int64_t pid, int threads, int handoffs) {
   auto put = [&](int64_t end, raw::Record r) { pending.emplace_back(end, std::move(r)); };
   std::vector<int64_t> tids;
   for (int i = 0; i < threads; ++i) tids.push_back(i == 0 ? pid : pid + 1 + i * 3);
-  for (int i = 0; i < threads; ++i) put(0, rec(raw::RecordKind::kThread, tids[i], 0, 0, 0x1000 + i, "t" + std::to_string(i)));
+  for (int i = 0; i < threads; ++i)
+    put(0, rec(raw::RecordKind::kThread, tids[i], 0, 0, 0x1000 + i, "t" + std::to_string(i)));
   std::vector<int64_t> free_at(threads, 0);  // when each thread's last interval ended
   int64_t now = 0;
   int holder = 0;
@@ -258,12 +265,14 @@ Generated generate(uint32_t seed, int64_t pid, int threads, int handoffs) {
   s.polls = 10;
   s.seen = s.total = static_cast<uint64_t>(handoffs);
   put(now + 1, s);
-  std::stable_sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& p : pending) g.records.push_back(std::move(p.second));
   return g;
 }
 
-void write_raw(const std::string& path, const raw::Meta& m, const std::vector<raw::Record>& records, bool finish = true) {
+void write_raw(const std::string& path, const raw::Meta& m, const std::vector<raw::Record>& records,
+               bool finish = true) {
   raw::Writer w(path, m);
   for (const auto& r : records) w.write(r);
   if (finish) {
@@ -273,7 +282,8 @@ void write_raw(const std::string& path, const raw::Meta& m, const std::vector<ra
   }
 }
 
-void check_converts_to_bad_input(const std::string& input, const std::string& output, const std::string& name_in_msg) {
+void check_converts_to_bad_input(const std::string& input, const std::string& output,
+                                 const std::string& name_in_msg) {
   try {
     cv::convert_to_chrome_trace({input}, output);
     FAIL("converted a bad input");
@@ -380,9 +390,12 @@ TEST_CASE("convert: golden small.raw.json") {
   REQUIRE(waits.size() == 1);
   CHECK(t.ts[index_of(t, waits[0])] == 6000100);
   CHECK(t.dur[index_of(t, waits[0])] == 6345578);
-  CHECK(t.text.find(R"({"ph":"X","cat":"gil","name":"hold_gil","pid":4242,"tid":4250,"ts":5000.200,"dur":5000.150})") !=
-        std::string::npos);
-  CHECK(t.text.find(R"({"ph":"i","s":"t","cat":"gil","name":"drop_gil","pid":4242,"tid":4242,"ts":12345.678})") !=
+  CHECK(
+      t.text.find(
+          R"({"ph":"X","cat":"gil","name":"hold_gil","pid":4242,"tid":4250,"ts":5000.200,"dur":5000.150})") !=
+      std::string::npos);
+  CHECK(t.text.find(
+            R"({"ph":"i","s":"t","cat":"gil","name":"drop_gil","pid":4242,"tid":4242,"ts":12345.678})") !=
         std::string::npos);
   const auto counters = find(t, "C", "gil_waiters");
   std::vector<uint64_t> values;
@@ -418,10 +431,11 @@ TEST_CASE("convert: two ranks on different clocks are merged on the earliest rea
   const std::string a = dir / "GIL_2001_rank_1.json";
   const std::string b = dir / "GIL_2000_rank_0.json";
   write_raw(a, meta_for(2001, 1, rt1),
-            {rec(raw::RecordKind::kThread, 2001, 0, 0, 1, "MainThread (2001)"), rec(raw::RecordKind::kHold, 2001, 1000, 500),
-             rec(raw::RecordKind::kWaiters, 0, 1100, 0, 2)});
+            {rec(raw::RecordKind::kThread, 2001, 0, 0, 1, "MainThread (2001)"),
+             rec(raw::RecordKind::kHold, 2001, 1000, 500), rec(raw::RecordKind::kWaiters, 0, 1100, 0, 2)});
   write_raw(b, meta_for(2000, 0, rt0),
-            {rec(raw::RecordKind::kThread, 2000, 0, 0, 1, "MainThread (2000)"), rec(raw::RecordKind::kHold, 2000, 1000, 500)});
+            {rec(raw::RecordKind::kThread, 2000, 0, 0, 1, "MainThread (2000)"),
+             rec(raw::RecordKind::kHold, 2000, 1000, 500)});
   const std::string out = dir / "merged.json";
   const auto report = cv::convert_to_chrome_trace({a, b}, out);
   CHECK(report.base_time_ns == rt0);
@@ -494,7 +508,8 @@ TEST_CASE("convert: generated recordings give ordered, non-overlapping lanes, on
     CHECK(find(t, "i", "drop_gil").size() == g.holds);
     // GIL: at most one holder at any time within a process
     std::vector<std::pair<int64_t, int64_t>> iv;
-    for (const auto* e : find(t, "X", "hold_gil")) iv.emplace_back(t.ts[index_of(t, e)], t.dur[index_of(t, e)]);
+    for (const auto* e : find(t, "X", "hold_gil"))
+      iv.emplace_back(t.ts[index_of(t, e)], t.dur[index_of(t, e)]);
     std::sort(iv.begin(), iv.end());
     for (size_t i = 1; i < iv.size(); ++i) CHECK(iv[i].first >= iv[i - 1].first + iv[i - 1].second);
   }
@@ -504,10 +519,10 @@ TEST_CASE("convert: a thread whose records overlap or go back in time is clamped
   TempDir dir;
   const std::string in = dir / "overlap.json";
   write_raw(in, meta_for(9, 0, 1'000'000'000'000),
-            {rec(raw::RecordKind::kHold, 9, 100, 100),    // [100,200)
-             rec(raw::RecordKind::kWait, 9, 150, 100),    // overlaps the hold: becomes [200,250)
-             rec(raw::RecordKind::kHold, 9, 120, 10),     // entirely before: becomes [250,250)
-             rec(raw::RecordKind::kHold, 9, 300, 10),     // fine
+            {rec(raw::RecordKind::kHold, 9, 100, 100),  // [100,200)
+             rec(raw::RecordKind::kWait, 9, 150, 100),  // overlaps the hold: becomes [200,250)
+             rec(raw::RecordKind::kHold, 9, 120, 10),   // entirely before: becomes [250,250)
+             rec(raw::RecordKind::kHold, 9, 300, 10),   // fine
              rec(raw::RecordKind::kWaiters, 0, 50, 0, 1),
              rec(raw::RecordKind::kWaiters, 0, 40, 0, 0)});  // counter going back: moved to 50
   const std::string out = dir / "overlap.trace.json";
@@ -526,7 +541,8 @@ TEST_CASE("convert: a thread whose records overlap or go back in time is clamped
 TEST_CASE("convert: an unfinished recording is converted as far as it goes, its summary rebuilt") {
   TempDir dir;
   const std::string text = slurp(kSmall);
-  // cut in the middle of the 10th event line (["H",4250,5000200,5000150]): 9 events survive, one of them a hold
+  // cut in the middle of the 10th event line (["H",4250,5000200,5000150]): 9 events survive, one of them a
+  // hold
   const size_t at = text.find("[\"H\",4250,5000200");
   REQUIRE(at != std::string::npos);
   const std::string in = dir / "GIL_4242_rank_3.json.partial";

@@ -1,5 +1,5 @@
-// The raw recording format: Writer -> read round trip of every record kind, recovery of a file cut at any byte,
-// and rejection (kBadInput, naming the file) of what is not a raw recording.
+// The raw recording format: Writer -> read round trip of every record kind, recovery of a file cut at any
+// byte, and rejection (kBadInput, naming the file) of what is not a raw recording.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -60,7 +60,8 @@ raw::Meta sample_meta() {
   return m;
 }
 
-raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0, std::string name = {}) {
+raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0,
+                std::string name = {}) {
   raw::Record r;
   r.kind = k;
   r.tid = tid;
@@ -127,7 +128,8 @@ ReadBack read_text(const std::string& text, const std::string& name = "test.json
 }
 
 // A complete file written by raw::Writer.
-std::string written_file(const TempDir& dir, const std::vector<raw::Record>& records, const nlohmann::json& summary) {
+std::string written_file(const TempDir& dir, const std::vector<raw::Record>& records,
+                         const nlohmann::json& summary) {
   const fs::path path = dir.path / "GIL_31337_rank_5.json";
   raw::Writer w(path.string(), sample_meta());
   for (const auto& r : records) w.write(r);
@@ -152,7 +154,8 @@ void check_bad_input(const std::string& text, const std::string& expect_in_messa
 const char* kHeader = "{\"format\":\"gilspy-raw\",\"format_version\":1,\n\"meta\":";
 
 std::string with_events(const std::string& events) {
-  return kHeader + raw::to_json(sample_meta()).dump() + ",\n\"events\":[\n" + events + "],\n\"summary\":{}}\n";
+  return kHeader + raw::to_json(sample_meta()).dump() + ",\n\"events\":[\n" + events +
+         "],\n\"summary\":{}}\n";
 }
 
 }  // namespace
@@ -239,7 +242,8 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
       records.push_back(c);
     }
   }
-  const std::string text = written_file(dir, records, {{"duration_ns", 60000}, {"threads", nlohmann::json::array()}});
+  const std::string text =
+      written_file(dir, records, {{"duration_ns", 60000}, {"threads", nlohmann::json::array()}});
 
   // Where each part ends: the meta object, each event's closing bracket, the whole document.
   size_t meta_end = 0;              // one past the meta's closing brace
@@ -257,7 +261,8 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
         REQUIRE(line.substr(0, 7) == "\"meta\":");
         meta_end = line_start + line.rfind('}') + 1;
       } else if (line_no >= 4 && !line.empty() && line[0] == '[') {
-        if (line.substr(0, 5) != "[\"F\"]") record_ends.push_back(line_start + line.find(']', line.rfind('"') + 1) + 1);
+        if (line.substr(0, 5) != "[\"F\"]")
+          record_ends.push_back(line_start + line.find(']', line.rfind('"') + 1) + 1);
       }
       line_start = line_end + 1;
     }
@@ -267,7 +272,8 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
 
   std::vector<size_t> cuts;
   for (size_t p = 0; p <= text.size(); p += 7) cuts.push_back(p);
-  for (size_t p : {meta_end - 1, meta_end, meta_end + 1, doc_end - 1, doc_end, text.size()}) cuts.push_back(p);
+  for (size_t p : {meta_end - 1, meta_end, meta_end + 1, doc_end - 1, doc_end, text.size()})
+    cuts.push_back(p);
   for (size_t e : record_ends) {
     cuts.push_back(e - 1);
     cuts.push_back(e);
@@ -345,11 +351,14 @@ TEST_CASE("raw format: a bad event after good ones is still an error, not a reco
   CHECK(seen == 2);
 }
 
-TEST_CASE("raw format: unknown top-level members are skipped, nested values inside meta do not confuse the reader") {
+TEST_CASE(
+    "raw format: unknown top-level members are skipped, nested values inside meta do not confuse the "
+    "reader") {
   nlohmann::json meta = raw::to_json(sample_meta());
   meta["extra"] = {{"events", {1, 2, 3}}, {"summary", {{"x", {{"y", 1}}}}}};
-  const std::string text = std::string("{\"format\":\"gilspy-raw\",\"future\":{\"a\":[1,{\"b\":2}]},\"format_version\":1,\n") +
-                           "\"meta\":" + meta.dump() + ",\n\"events\":[\n[\"H\",7,1,2],\n[\"F\"]],\n\"summary\":{\"k\":[1,[2]]}}";
+  const std::string text =
+      std::string("{\"format\":\"gilspy-raw\",\"future\":{\"a\":[1,{\"b\":2}]},\"format_version\":1,\n") +
+      "\"meta\":" + meta.dump() + ",\n\"events\":[\n[\"H\",7,1,2],\n[\"F\"]],\n\"summary\":{\"k\":[1,[2]]}}";
   const ReadBack rb = read_text(text);
   CHECK(rb.result.complete);
   REQUIRE(rb.meta.has_value());

@@ -1,0 +1,71 @@
+#pragma once
+// Raw recordings (one file per target process, sampler/raw_format.hpp) to one Chrome Trace JSON file, the
+// object form that chrome://tracing, Perfetto and PyTorch's profiler (Kineto) use:
+//
+//   {"traceEvents":[
+//   {"ph":"M","name":"process_name","pid":1234,"tid":0,"ts":0.000,"args":{"name":"python 3.12.1 pid 1234
+//   ..."}},
+//   {"ph":"X","cat":"gil","name":"hold_gil","pid":1234,"tid":1234,"ts":12.345,"dur":6.789},
+//   {"ph":"i","s":"t","cat":"gil","name":"drop_gil","pid":1234,"tid":1234,"ts":19.134},
+//   {"ph":"X","cat":"gil","name":"take_gil","pid":1234,"tid":1240,"ts":13.000,"dur":6.134},
+//   {"ph":"C","cat":"gil","name":"gil_waiters","pid":1234,"tid":0,"ts":13.500,"args":{"waiters":1}},
+//   ...],
+//   "displayTimeUnit":"ms",
+//   "baseTimeNanoseconds":1719853884123456789,
+//   "otherData":{"gilspy_version":"0.1.0","time_base":"...","inputs":[{"path":...,"pid":...,"summary":{...}}]}}
+//
+// ts and dur are microseconds with exactly three decimals (nanosecond precision). ts counts from
+// baseTimeNanoseconds, the earliest CLOCK_REALTIME anchor among the inputs, as Kineto does: an event's Unix
+// time is baseTimeNanoseconds / 1000 + ts µs, so the lanes line up with a PyTorch profiler trace of the same
+// run (same pid, same OS tids). One Chrome process per input (pid = the target's pid; a pid that two inputs
+// share, say from two hosts, is moved up by multiples of kPidOffset for the later ones), one lane per Python
+// thread (tid = OS tid), and a process-level lane (tid 0) for metadata and the gil_waiters counter.
+//
+// Streaming: a first pass reads only each input's metadata, the second streams its events straight to the
+// output; memory grows with the number of threads, not of events. The output is written as `<output>.tmp` and
+// renamed when complete.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sampler/raw_format.hpp"
+
+namespace gilspy::convert {
+
+// Added to a pid that an earlier input already uses (once per clash), so that the two stay apart.
+inline constexpr int64_t kPidOffset = 10'000'000;
+
+struct ConvertInputReport {
+  std::string path;
+  raw::Meta meta;
+  int64_t trace_pid = 0;  // the pid of its process in the trace (meta.pid unless that clashed)
+  size_t records = 0;     // raw events read
+  size_t events = 0;      // trace events written for it
+  size_t adjusted = 0;    // slices or counter samples moved so that a lane stays ordered and non-overlapping
+  bool complete = false;  // false: a recording cut short, converted up to its last complete event
+  std::string problem;    // when !complete: what was wrong, and where
+  bool summary_rebuilt = false;  // the file had no summary; rebuilt from its events
+};
+
+struct ConvertReport {
+  std::vector<ConvertInputReport> inputs;
+  size_t events_written = 0;
+  std::string output;
+  int64_t base_time_ns = 0;  // baseTimeNanoseconds
+};
+
+// Converts and merges `inputs` into `output`. Throws Error(kIo) for an input that cannot be opened or an
+// output that cannot be written, Error(kBadInput) (from raw::read, naming the file and the place) for an
+// input that is not a raw recording or is malformed before its end; then no output is left behind. A
+// recording cut short is not an error: it is converted as far as it goes and reported with complete == false.
+ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, const std::string& output);
+
+// Where `gilspy convert` writes when given one input and no -o: "dir/X.json" (or "dir/X.json.partial") ->
+// "dir/X.trace.json"; another name gets ".trace.json" appended.
+std::string default_output_path(const std::string& input);
+
+// ns as microseconds with exactly three decimals: 1234567 -> "1234.567", -5 -> "-0.005".
+std::string format_us(int64_t ns);
+
+}  // namespace gilspy::convert
