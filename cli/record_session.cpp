@@ -18,10 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli/record_summary.hpp"
-#if __has_include("convert/chrome_trace.hpp")
 #include "convert/chrome_trace.hpp"
-#define GILSPY_HAVE_CONVERT 1
-#endif
 #include "elfutils/error.hpp"
 #include "gilspy_version.hpp"
 #include "sampler/attach.hpp"
@@ -328,9 +325,7 @@ int run_record(const RecordOptions& o) {
                                                                      : "stopped";
     t->summary.set_end(lc.last_ns.load() - anchor);
     t->writer->finish(t->summary.to_json(o.rate_hz, fig));
-#ifdef GILSPY_HAVE_CONVERT
     if (!o.no_trace) convert::convert_to_chrome_trace({t->raw_path}, t->trace_path);
-#endif
     print_target_summary(*t->writer, t->pid, t->rank, t->interp.binary.version.text(), t->raw_path,
                          o.no_trace ? "" : t->trace_path, t->summary, fig, o.rate_hz, o.quiet);
   }

@@ -30,7 +30,7 @@ struct Event {
 class EventQueue {
  public:
   explicit EventQueue(size_t capacity_pow2 = 1 << 16)
-      : mask_(capacity_pow2 - 1), slots_(std::make_unique<Event[]>(capacity_pow2)) {}
+      : mask_(capacity_pow2 - 1), slots_(std::make_unique_for_overwrite<Event[]>(capacity_pow2)) {}  // untouched pages stay unmapped
 
   // Producer. Returns false (and counts it) when full.
   bool push(const Event& e) {
