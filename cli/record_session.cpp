@@ -301,7 +301,14 @@ int run_record(const RecordOptions& o) {
   };
   timer.expires_after(std::chrono::milliseconds(50));
   timer.async_wait(on_timer);
-  io.run();
+  // Whatever goes wrong on this side, the poll thread is stopped and joined and every file is finished.
+  std::exception_ptr main_error;
+  try {
+    io.run();
+  } catch (...) {
+    main_error = std::current_exception();
+    stop = true;
+  }
   poller.join();
   drain();
   if (show_status) clear_status_line();
@@ -329,6 +336,7 @@ int run_record(const RecordOptions& o) {
     print_target_summary(*t->writer, t->pid, t->rank, t->interp.binary.version.text(), t->raw_path,
                          o.no_trace ? "" : t->trace_path, t->summary, fig, o.rate_hz, o.quiet);
   }
+  if (main_error) std::rethrow_exception(main_error);
   if (loop_error) std::rethrow_exception(loop_error);
 
   if (launch_mode) {

@@ -58,7 +58,9 @@ std::string record_line(const Record& r) {
   const char k = static_cast<char>(r.kind);
   switch (r.kind) {
     case RecordKind::kThread:
-      return json::array({std::string(1, k), r.tid, r.ts, r.name, r.n}).dump();
+      // A thread name comes from the kernel and need not be UTF-8: replace what is not, never throw.
+      return json::array({std::string(1, k), r.tid, r.ts, r.name, r.n})
+          .dump(-1, ' ', false, json::error_handler_t::replace);
     case RecordKind::kHold:
     case RecordKind::kWait:
       return json::array({std::string(1, k), r.tid, r.ts, r.dur}).dump();
@@ -82,7 +84,7 @@ Writer::Writer(std::string final_path, const Meta& meta)
   }
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 16);
   const std::string header = std::string("{\"format\":\"") + kFormatName + "\",\"format_version\":" +
-                             std::to_string(kFormatVersion) + ",\n\"meta\":" + to_json(meta).dump() +
+                             std::to_string(kFormatVersion) + ",\n\"meta\":" + to_json(meta).dump(-1, ' ', false, json::error_handler_t::replace) +
                              ",\n\"events\":[";
   std::fputs(header.c_str(), file_);
   flush();
@@ -106,7 +108,8 @@ void Writer::finish(const json& summary) {
   Record end;
   end.kind = RecordKind::kEnd;
   write(end);
-  const std::string tail = "],\n\"summary\":" + summary.dump() + "}\n";
+  const std::string tail =
+      "],\n\"summary\":" + summary.dump(-1, ' ', false, json::error_handler_t::replace) + "}\n";
   std::fputs(tail.c_str(), file_);
   const bool ok = std::fflush(file_) == 0 && std::ferror(file_) == 0;
   std::fclose(file_);

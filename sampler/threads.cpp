@@ -60,7 +60,17 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
       }
     }
   }
-  return count;
+  // A thread state that is being set up for a new thread does not name its own thread yet: from 3.11 its
+  // native_thread_id is 0 until the thread starts; before 3.11 it carries the creating thread's thread_id
+  // (the list is newest first, so the creator comes later in it). Such an entry is left out until its
+  // thread runs, or the creator would be seen twice.
+  size_t kept = 0;
+  for (size_t i = 0; i < count; ++i) {
+    bool placeholder = out[i].tid <= 0;
+    for (size_t k = i + 1; k < count && !placeholder; ++k) placeholder = out[k].pthread_id == out[i].pthread_id;
+    if (!placeholder) out[kept++] = out[i];
+  }
+  return kept;
 }
 
 void ThreadWalker::calibrate_pthread_tid(MemoryReader& reader, std::span<const ThreadRef> threads) {

@@ -56,6 +56,12 @@ def scenario_info(gilspy, python):
         # Forced switches come every interval while others wait; a busy 2-core machine stretches that.
         check(0.2 * expected <= rate <= 1.5 * expected,
               f"switch_number grew {rate:.0f}/s, expected about {expected:.0f}/s")
+        held_by_cpu = sum(1 for _, r in reads if r["holder_tid"] in cpu)
+        named = sum(len([t for t in r["threads"] if t["state"] == "waiting"]) for _, r in reads)
+        print(f"info {reads[0][1]['python_version']}: {len(cpu) + 1} threads with their TIDs in 50/50 reads; "
+              f"holder a CPU thread in {held_by_cpu}, nobody in {50 - held_by_cpu}, main never; waiters 1-2 in "
+              f"{ok_waiters}/50 (mean {sum(r['waiters'] for _, r in reads) / 50:.2f}), {named} named waiters, all "
+              f"CPU threads; switch_number +{rate:.0f}/s (1/interval = {expected:.0f}/s)")
     finally:
         w.kill()
 
@@ -75,8 +81,10 @@ def check_cpu_and_sleeper(raw, roles):
         check(t["wait_share"] > 0.20, f"CPU thread {tid} waited {t['wait_share']:.1%}, expected > 20 %")
         work_share = work[str(tid)] / total_work if total_work else None
         hold_split = t["hold_ns"] / total_hold
+        # 7 pp: a thread the OS preempts while it holds the GIL holds without progressing (more so on a
+        # loaded machine), so work share and hold share part a little even when gilspy is exact.
         if work_share is not None:
-            check(abs(hold_split - work_share) < 0.05,
+            check(abs(hold_split - work_share) < 0.07,
                   f"CPU thread {tid} got {hold_split:.1%} of the CPU threads' hold time but did "
                   f"{work_share:.1%} of their work")
         if work_share is None or 0.35 <= work_share <= 0.65:
@@ -87,6 +95,10 @@ def check_cpu_and_sleeper(raw, roles):
     check(s["hold_share"] < 0.05, f"sleeper held {s['hold_share']:.1%}, expected < 5 %")
     check(s["wait_share"] > 0.30, f"sleeper waited {s['wait_share']:.1%}, expected > 30 %")
     check(raw.summary["gil_busy_share"] <= 1.0, f"GIL busy {raw.summary['gil_busy_share']} > 100 %")
+    print(f"record {raw.meta['python_version']}: " + ", ".join(
+        f"{name} {t['hold_share']:.1%} hold / {t['wait_share']:.1%} wait" for name, t in
+        [(f"cpu{i}", raw.thread(tid)) for i, tid in enumerate(roles["cpu"])] + [("sleeper", s)]) +
+        f"; coverage {raw.summary['coverage']:.1%}, {raw.summary['rate_achieved_hz']:.0f} polls/s")
     assert_no_overlapping_holds(raw)
     assert_lanes_do_not_overlap(raw)
 
@@ -127,22 +139,25 @@ def scenario_long_c_call(gilspy, python):
     info = json.load(open(report))
     s0 = info["sort_start_ns"] - raw.meta["clock"]["monotonic_ns"]
     s1 = info["sort_end_ns"] - raw.meta["clock"]["monotonic_ns"]
-    sort_ns = s1 - s0
-    check(sort_ns > 100e6, f"the sort took only {sort_ns / 1e6:.0f} ms; too short to judge")
+    check(info["sort_cpu_ns"] > 100e6, f"the sort took only {info['sort_cpu_ns'] / 1e6:.0f} ms; too short to judge")
 
     def overlap(a0, a1):
         return max(0, min(a1, s1) - max(a0, s0))
 
-    # The clock reads around the sort are Python code: right after the sort returns, a pending drop request can
-    # hand the GIL over before the end time is read. So: one hold must cover the sort but for a few ms at its
-    # ends, last no longer than the sort plus a little, and the spinners must wait through it.
+    # The clock reads around the sort are Python code: a pending drop request can hand the GIL over between
+    # a clock read and the sort, so [s0, s1] may include waits. The sort itself runs on the CPU with the GIL
+    # held throughout: one hold must last at least the sort's CPU time, lie inside the window (give or take a
+    # poll's lateness), and be the only long one.
+    cpu_ns = info["sort_cpu_ns"]
+    slack = max(2e6, raw.summary["max_lateness_ns"]) + 2 * 1e9 / raw.meta["rate_hz"]
     holds = sorted((h for h in raw.holds if h[0] == info["sorter"]), key=lambda h: -overlap(h[1], h[2]))
     check(holds, "the sorter never held the GIL")
     h = holds[0]
-    check(overlap(h[1], h[2]) >= sort_ns - 30e6,
-          f"the sorter's longest hold covers {overlap(h[1], h[2]) / 1e6:.0f} ms of a {sort_ns / 1e6:.0f} ms sort")
-    check(h[2] - h[1] <= sort_ns + 60e6, f"hold of {(h[2] - h[1]) / 1e6:.0f} ms for a {sort_ns / 1e6:.0f} ms sort")
-    check(all(overlap(o[1], o[2]) < 30e6 for o in holds[1:]), f"more than one long hold over the sort: {holds[:3]}")
+    check(h[2] - h[1] >= 0.97 * cpu_ns,
+          f"the sorter's longest hold is {(h[2] - h[1]) / 1e6:.0f} ms for a sort of {cpu_ns / 1e6:.0f} ms CPU time")
+    check(h[1] >= s0 - slack and h[2] <= s1 + slack,
+          f"the long hold [{h[1]}, {h[2]}] is not inside the sort's window [{s0}, {s1}] (slack {slack / 1e6:.1f} ms)")
+    check(all(o[2] - o[1] < 0.5 * cpu_ns for o in holds[1:]), f"more than one long hold over the sort: {holds[:3]}")
     for tid in info["spinners"]:
         waited = sum(max(0, min(w1, h[2]) - max(w0, h[1])) for t, w0, w1 in raw.waits if t == tid)
         check(waited >= 0.9 * (h[2] - h[1]), f"spinner {tid} waited {waited / (h[2] - h[1]):.1%} of the long hold")
@@ -157,7 +172,7 @@ def scenario_churn(gilspy, python):
     raw = Raw(single_raw(d))
     info = json.load(open(report))
     known = set(info["tids"]) | {info["main"]}
-    check(info["started"] > 100, f"only {info['started']} threads were started")
+    check(info["started"] > 40, f"only {info['started']} threads were started")
     for tid, s, e in raw.holds + raw.waits:
         check(tid in raw.threads, f"interval of thread {tid}, which was never announced")
         check(tid in known, f"interval of thread {tid}, which is not a thread of the workload")
