@@ -20,6 +20,7 @@
 #include "cli/record_summary.hpp"
 #include "convert/chrome_trace.hpp"
 #include "elfutils/error.hpp"
+#include "elfutils/proc_maps.hpp"
 #include "gilspy_version.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/poll_loop.hpp"
@@ -34,11 +35,7 @@ namespace asio = boost::asio;
 using sampler::Event;
 using sampler::EventType;
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return s;
-}
+std::string read_small_file(const std::string& path) { return elf::read_proc_file(path).value_or(""); }
 
 int64_t rank_of(pid_t pid) {
   const std::string env = read_small_file("/proc/" + std::to_string(pid) + "/environ");
@@ -326,7 +323,8 @@ int run_record(const RecordOptions& o) {
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
     fig.threads_truncated = t->sampler->truncated_threads();
-    fig.stop_reason = stop_signal ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
+    fig.stop_reason = main_error  ? "error"
+                      : stop_signal ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
                       : reason == sampler::StopReason::kDuration ? "duration"
                       : reason == sampler::StopReason::kTargetsGone ? "target exited"
                                                                      : "stopped";

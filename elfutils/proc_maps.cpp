@@ -1,5 +1,8 @@
 #include "elfutils/proc_maps.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -32,19 +35,38 @@ std::vector<Mapping> parse_maps(std::string_view text) {
   return maps;
 }
 
+std::optional<std::string> read_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[8192];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      errno = err;
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 std::vector<Mapping> read_maps(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/maps";
-  std::ifstream f(path);
-  if (!f) {
-    if (errno == EACCES) {
+  const auto text = read_proc_file(path);
+  if (!text) {
+    if (errno == EACCES || errno == EPERM) {
       throw Error(ErrorKind::kPermission, "no permission to inspect process " + std::to_string(pid) + ": " +
                                               ptrace_permission_hint());
     }
     throw Error(ErrorKind::kNoSuchProcess, "no process with PID " + std::to_string(pid));
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_maps(ss.str());
+  return parse_maps(*text);
 }
 
 std::string ptrace_permission_hint() {

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,10 @@ struct Mapping {
 std::vector<Mapping> parse_maps(std::string_view text);
 // Throws Error(kNoSuchProcess) when the process does not exist.
 std::vector<Mapping> read_maps(pid_t pid);
+
+// The whole of a small file, read with open/read: /proc files of a thread or process that has just exited fail
+// with ESRCH mid-read, which iostreams turn into exceptions. nullopt (errno set) when it cannot be read.
+std::optional<std::string> read_proc_file(const std::string& path);
 
 // What to do about a permission error on another process (ptrace access mode).
 std::string ptrace_permission_hint();
