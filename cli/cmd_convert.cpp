@@ -52,14 +52,14 @@ int run_convert(const ConvertOptions& o) {
 
 Runner add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<ConvertOptions>();
-  auto* cmd = app.add_subcommand(
-      "convert",
-      "Convert raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON "
-      "file for Perfetto (ui.perfetto.dev) or chrome://tracing. Each input becomes a process (pid, rank, "
-      "Python version), each Python thread a lane with hold_gil and take_gil slices and drop_gil marks, plus "
-      "a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler "
-      "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording "
-      "(.partial, or cut short) is converted as far as it goes.");
+  auto* cmd = app.add_subcommand("convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
+  cmd->footer(
+      "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
+      "file for Perfetto (ui.perfetto.dev) or chrome://tracing. Each input becomes a process (pid, rank,\n"
+      "Python version), each Python thread a lane with hold_gil and take_gil slices and drop_gil marks, plus\n"
+      "a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
+      "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
+      "(.partial, or cut short) is converted as far as it goes, and said so.");
   cmd->add_option("-i,--input", opts->inputs,
                   "Raw recording to convert; repeat to merge several (e.g. one per rank)")
       ->required()

@@ -87,8 +87,10 @@ int run_info(const InfoOptions& o) {
 
 Runner add_info_command(CLI::App& app) {
   auto opts = std::make_shared<InfoOptions>();
-  auto* cmd = app.add_subcommand("info", "Show a running interpreter's GIL and threads once: version, where the GIL "
-                                         "is, who holds it, who waits for it.");
+  auto* cmd = app.add_subcommand("info", "Show a running interpreter's GIL and threads once: who holds it, who waits");
+  cmd->footer("Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
+              "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
+              "the thread is doing. --json prints the same as one JSON object.");
   cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(CLI::PositiveNumber);
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
   cmd->add_option("--wait", opts->wait_s,

@@ -10,16 +10,20 @@ namespace gilspy::cli {
 Runner add_record_command(CLI::App& app) {
   auto opts = std::make_shared<RecordOptions>();
   auto pid_text = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand(
-      "record",
-      "Record who holds and who waits for the GIL, thread by thread, into GIL_<pid>_rank_<rank>.json and a Chrome "
-      "trace beside it.\n"
-      "  gilspy record -p PID[,PID...] [-d SECONDS]     attach to running processes\n"
-      "  gilspy record [options] -- python3 script.py   launch a program and record it until it exits\n"
-      "Exit status: 0 when the recording ended as asked (duration reached; Ctrl+C/SIGTERM or the target's exit "
-      "when no duration was given; launch mode passes the program's own exit status through); 1 on errors and when "
-      "a target exited before the duration; 128+N when signal N cut a timed recording short. The files are "
-      "complete and valid in every case.");
+  auto* cmd = app.add_subcommand("record",
+                                 "Record who holds and who waits for the GIL, thread by thread, to a raw file and a "
+                                 "Chrome trace");
+  cmd->footer(
+      "Examples:\n"
+      "  gilspy record -p 1234 -d 10            record a running process for 10 s\n"
+      "  gilspy record -p 1234,1240             several processes (e.g. ranks) until Ctrl+C or they exit\n"
+      "  gilspy record -- python3 train.py      launch a program and record it until it exits\n"
+      "Writes GIL_<pid>_rank_<rank>.json (raw data; rank from the target's RANK variable) and\n"
+      "GIL_<pid>_rank_<rank>.trace.json (open in https://ui.perfetto.dev or chrome://tracing) per process.\n"
+      "Exit status: 0 when the recording ended as asked (duration reached; Ctrl+C, SIGTERM or the target's\n"
+      "exit when no duration was given); in launch mode the program's own exit status; 1 on errors and when a\n"
+      "target exited before the duration; 128+N when signal N cut a timed recording short; 2 for wrong\n"
+      "arguments. The files are complete and valid in every case.");
   cmd->add_option("-p,--pid", *pid_text, "Process id(s) to record, comma-separated");
   cmd->add_option("-d,--duration", opts->duration_s,
                   "Seconds to record (default: until Ctrl+C or every target has exited)")
@@ -31,14 +35,16 @@ Runner add_record_command(CLI::App& app) {
   cmd->add_flag("--busy", opts->busy,
                 "Spin instead of sleeping between polls: the highest rates (100 kHz and more), one core busy");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only where the files went, no summary table");
-  cmd->add_flag("!--no-status", opts->status, "No live status line on the terminal");
+  auto no_status = std::make_shared<bool>(false);
+  cmd->add_flag("--no-status", *no_status, "No live status line on the terminal");
   cmd->add_option("--attach-timeout", opts->attach_timeout_s,
                   "Seconds to wait for a launched program's interpreter to start")
       ->default_val(10.0)
       ->check(CLI::PositiveNumber);
   cmd->add_option("command", opts->command, "Program to launch and record (after --)");
   cmd->positionals_at_end(true);
-  return [opts, pid_text] {
+  return [opts, pid_text, no_status] {
+    opts->status = !*no_status;
     if (!pid_text->empty()) opts->pids = parse_pid_list(*pid_text);
     if (opts->pids.empty() == opts->command.empty()) {
       throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both or "

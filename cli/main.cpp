@@ -1,6 +1,7 @@
 // gilspy: who holds CPython's GIL, who waits for it, thread by thread, from outside the process.
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "elfutils/error.hpp"
@@ -19,6 +20,17 @@ int main(int argc, char** argv) {
     auto runner = add(app);
     runners[app.get_subcommands({})[before]] = std::move(runner);
   }
+  const auto known = [&](const char* name) {
+    for (const auto* sub : app.get_subcommands({})) {
+      if (sub->get_name() == name) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
+    std::fprintf(stderr, "gilspy: error: unknown command '%s' (commands: info, record, convert; see 'gilspy --help')\n",
+                 argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -28,8 +40,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gilspy: error: %s\nRun 'gilspy --help' (or 'gilspy SUBCOMMAND --help') for usage.\n",
-                 e.what());
+    std::string where = "gilspy";
+    for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
+    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n", e.what(), where.c_str());
     return 2;
   }
   try {

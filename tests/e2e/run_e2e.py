@@ -180,6 +180,10 @@ def scenario_churn(gilspy, python):
     for ev in raw.events:
         if ev[0] == "T":
             starts.setdefault(ev[1], []).append(ev[2])
+    # A thread state being set up for a new thread still carries its creator's identity (before 3.11): it must
+    # not show up as a second main thread.
+    check(len(starts.get(info["main"], [])) == 1,
+          f"the main thread was announced {len(starts.get(info['main'], []))} times")
     for tid, s, e in raw.holds:
         end = raw.ends.get(tid)
         check(min(starts[tid]) <= s and (end is None or e <= end),
