@@ -9,10 +9,10 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -60,6 +60,50 @@ void spit(const fs::path& p, const std::string& text) {
   out << text;
 }
 
+// Every `"ts":` / `"dur":` number in `text`, as written (no std::regex: g++ 12 warns inside it under ASan).
+struct NumberText {
+  bool is_ts;
+  std::string text;
+  char after;  // the character after the number
+};
+std::vector<NumberText> ts_and_dur_numbers(std::string_view text) {
+  std::vector<NumberText> out;
+  for (const std::string_view key : {std::string_view("\"ts\":"), std::string_view("\"dur\":")}) {
+    for (size_t at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+      size_t end = at + key.size();
+      while (end < text.size() &&
+             std::string_view("-+.0123456789eE").find(text[end]) != std::string_view::npos) {
+        ++end;
+      }
+      out.push_back({key == "\"ts\":", std::string(text.substr(at + key.size(), end - at - key.size())),
+                     end < text.size() ? text[end] : '\0'});
+    }
+  }
+  return out;
+}
+
+// -?[0-9]+\.[0-9]{3}
+bool three_decimals(const std::string& v) {
+  size_t i = v.size() > 0 && v[0] == '-' ? 1 : 0;
+  const size_t digits_from = i;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+  if (i == digits_from || i + 4 != v.size() || v[i] != '.') return false;
+  for (size_t k = i + 1; k < v.size(); ++k) {
+    if (v[k] < '0' || v[k] > '9') return false;
+  }
+  return true;
+}
+
+// "-12.345" -> -12345 (ns), exactly.
+int64_t exact_ns(const std::string& v) {
+  REQUIRE(three_decimals(v));
+  const bool neg = v[0] == '-';
+  const size_t dot = v.find('.');
+  const int64_t a =
+      std::stoll(v.substr(neg ? 1 : 0, dot - (neg ? 1 : 0))) * 1000 + std::stoll(v.substr(dot + 1));
+  return neg ? -a : a;
+}
+
 // The output read back. ts and dur are taken from the text in exact ns, so that no double rounding hides a
 // wrong last digit.
 struct Trace {
@@ -76,7 +120,6 @@ Trace load(const std::string& path) {
   t.doc = json::parse(t.text);
   REQUIRE(t.doc.is_object());
   t.events = t.doc.at("traceEvents").get<std::vector<json>>();
-  const std::regex num_re(R"re("(ts|dur)":(-?)([0-9]+)\.([0-9]{3})[,}])re");
   // One event a line: the lines between "[" and "]" are the events in order.
   std::istringstream lines(t.text);
   std::string line;
@@ -86,12 +129,9 @@ Trace load(const std::string& path) {
   while (std::getline(lines, line) && line != "],") {
     REQUIRE(i < t.events.size());
     int64_t ts = INT64_MIN, dur = -1;
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), num_re); it != std::sregex_iterator();
-         ++it) {
-      const auto& m = *it;
-      int64_t v = std::stoll(m[3].str()) * 1000 + std::stoll(m[4].str());
-      if (m[2].str() == "-") v = -v;
-      (m[1].str() == "ts" ? ts : dur) = v;
+    for (const auto& n : ts_and_dur_numbers(line)) {
+      CHECK((n.after == ',' || n.after == '}'));
+      (n.is_ts ? ts : dur) = exact_ns(n.text);
     }
     t.ts.push_back(ts);
     t.dur.push_back(dur);
@@ -117,14 +157,10 @@ std::map<int64_t, size_t> check_structure(const Trace& t) {
   CHECK(d.at("otherData").is_object());
 
   // Every ts / dur in the text has exactly three decimals.
-  const std::regex any_num(R"re("(ts|dur)":(-?[0-9.eE+]+))re");
-  const std::regex three(R"re(-?[0-9]+\.[0-9]{3})re");
   size_t numbers = 0;
-  for (auto it = std::sregex_iterator(t.text.begin(), t.text.end(), any_num); it != std::sregex_iterator();
-       ++it) {
-    const std::string v = (*it)[2].str();
-    CAPTURE(v);
-    CHECK(std::regex_match(v, three));
+  for (const auto& n : ts_and_dur_numbers(t.text)) {
+    CAPTURE(n.text);
+    CHECK(three_decimals(n.text));
     ++numbers;
   }
   CHECK(numbers >= t.events.size());
@@ -307,6 +343,25 @@ TEST_CASE("convert: format_us writes microseconds with exactly three decimals") 
   CHECK(cv::format_us(-1234567) == "-1234.567");
   CHECK(cv::format_us(1'700'000'000'123'456'789) == "1700000000123456.789");
   CHECK(cv::format_us(INT64_MIN) == "-9223372036854775.808");
+}
+
+TEST_CASE("convert: the test's own number checker") {
+  CHECK(three_decimals("0.000"));
+  CHECK(three_decimals("-12.345"));
+  CHECK_FALSE(three_decimals("12.34"));
+  CHECK_FALSE(three_decimals("12.3456"));
+  CHECK_FALSE(three_decimals("12"));
+  CHECK_FALSE(three_decimals("1e3"));
+  CHECK_FALSE(three_decimals(".123"));
+  CHECK(exact_ns("-12.345") == -12345);
+  CHECK(exact_ns("1700000000123456.789") == 1700000000123456789);
+  const auto n = ts_and_dur_numbers(R"({"ts":1.5,"dur":2.000})");
+  REQUIRE(n.size() == 2);
+  CHECK(n[0].is_ts);
+  CHECK(n[0].text == "1.5");
+  CHECK(n[0].after == ',');
+  CHECK(n[1].text == "2.000");
+  CHECK(n[1].after == '}');
 }
 
 TEST_CASE("convert: default output path") {
