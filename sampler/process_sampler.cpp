@@ -144,6 +144,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     started_ = true;
     rewalk(t_now);
     last_walk_ns_ = t_now;
+    emit(EventType::kWaiters, 0, t_now, 0, g.waiters);  // the counter starts with a value, then changes
   }
   const int64_t t_mid = t_prev_ + (t_now - t_prev_) / 2;
 
