@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config libelf-dev libdwarf-dev libboost-dev libboost-system-dev
-      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux)
+      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux bpftrace)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +15,13 @@ if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# bench/ (uprobe ground truth): bpftrace detaches its uprobes through tracefs; mount it if the kernel did not.
+if [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then
+  if [ "$(id -u)" = 0 ]; then MOUNT=(mount); else MOUNT=(sudo -n mount); fi
+  "${MOUNT[@]}" -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+    echo "setup: could not mount tracefs on /sys/kernel/tracing (bench/ uprobes still attach, but warn on detach)" >&2
 fi
 
 case "${1:-}" in

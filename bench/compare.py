@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""gilspy against uprobe ground truth: the same process, the same run, the same window.
+
+For each interpreter (pyenv 3.8-3.13 by default) and each workload (bench/workloads/gilwork.py: a, b, c, d):
+start the workload, start `gilspy record -p PID --no-trace` and bpftrace (bench/uprobe_gil.py) together; the
+window [S, E] starts --lead seconds after bpftrace has attached every probe and lasts --window seconds.
+gilspy's H / W intervals (raw ts + meta.clock.monotonic_ns = CLOCK_MONOTONIC) are clipped to the same window.
+Per thread: hold share and wait share (of the window) from both, their difference in percentage points, hold
+counts; per run: GIL busy share both ways, gilspy's coverage (hand-offs seen / total, whole recording), the
+uprobe side's hand-offs (switches) in the window, gilspy's achieved rate and late polls.
+
+usage: compare.py [--python 3.8,3.9,...|PATH] [--workloads a,b,c,d] [--window 3] [--rate 10000]
+                  [--json-out FILE] [--brief] [--check-threads]
+--check-threads (the ctest smoke test): exit 1 unless both sides saw the same set of threads; 77 when
+uprobes cannot attach. No timing is asserted.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+import uprobe_gil  # noqa: E402
+
+DEFAULT_PYTHONS = "3.8,3.9,3.10,3.11,3.12,3.13"
+HOLD_TARGET_PP = 1.0
+WAIT_TARGET_PP = 3.0
+
+
+def lock_address(args, pid):
+    if args.truth != "lock":
+        return None
+    addr = benchlib.gil_address(args.gilspy, pid)
+    if addr is None:
+        raise uprobe_gil.Unavailable("--truth lock: `gilspy info` could not tell the GIL's address")
+    return addr
+
+
+def calibrate(python, args):
+    """The uretprobe's own cost per take_gil, in ns: the mean time inside take_gil of a lone os.write thread
+    (never contended, so natively ~0.1 µs). uprobes count it as waiting, although the GIL is already locked by
+    then (gilspy, which reads the lock word, sees a hold): on a thread that takes the GIL 60 000 times a second
+    that is ~7 pp of 'wait' that is really the probe. Returns None when uprobes are unavailable."""
+    wl = benchlib.Workload(python, "cal", seconds=600)
+    try:
+        tr = uprobe_gil.UprobeTracer(wl.pid, 0.2, 0.6, gil_addr=lock_address(args, wl.pid)).start()
+        tr.wait_attached()
+        res = tr.result()
+    except uprobe_gil.Unavailable:
+        return None
+    finally:
+        wl.stop()
+    t = res["threads"].get(wl.ready["threads"][0]["tid"])
+    if not t or not t["waits"]:
+        return None
+    return t["wait_ns"] / t["waits"]
+
+
+def run_one(python, workload, args):
+    wl = benchlib.Workload(python, workload, seconds=600)
+    gs = None
+    tracer = None
+    row = {"python": wl.ready["python"], "python_path": python, "workload": workload, "pid": wl.pid}
+    try:
+        gs = benchlib.Gilspy(args.gilspy, wl.pid, args.rate, busy=args.busy, prefix=args.prefix.split())
+        try:
+            tracer = uprobe_gil.UprobeTracer(wl.pid, args.lead, args.window, events=args.confusion,
+                                             gil_addr=lock_address(args, wl.pid)).start()
+            tracer.wait_attached()
+            S, E = tracer.start_ns, tracer.end_ns
+        except uprobe_gil.Unavailable as e:
+            row["uprobe_unavailable"] = str(e)
+            tracer = None
+            S = benchlib.monotonic_ns() + int(args.lead * 1e9)
+            E = S + int(args.window * 1e9)
+        row["window"] = [S, E]
+        up = None
+        if tracer:
+            try:
+                up = tracer.result()
+            except uprobe_gil.Unavailable as e:
+                row["uprobe_unavailable"] = str(e)
+        else:
+            time.sleep(max(0.0, (E - benchlib.monotonic_ns()) / 1e9 + 0.05))
+        gs.stop()
+        if benchlib.monotonic_ns() < E:
+            row["error"] = "gilspy ended before the window did"
+    finally:
+        if tracer and tracer.proc.poll() is None:
+            tracer.stop()
+        if gs and gs.rc is None:
+            gs.stop()
+        result = wl.stop()
+    row["workload_result"] = result
+    path = gs.raw_path()
+    if not path:
+        row["error"] = f"gilspy wrote no raw file (exit {gs.rc}): {gs.stderr.strip()[-1000:]}"
+        return row
+    raw = benchlib.Raw(path)
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        stem = os.path.join(args.keep, f"{row['python']}_{workload}")
+        os.replace(path, stem + ".gilspy.json")
+        if up:
+            with open(stem + ".uprobe.json", "w") as f:
+                json.dump({"window": [S, E], "roles": wl.roles, **up}, f)
+    gs.cleanup()
+    if raw.start_ns > S or raw.end_ns < E:
+        row["error"] = (f"gilspy's recording [{raw.start_ns}, {raw.end_ns}] does not cover the window [{S}, {E}] "
+                        f"(exit {gs.rc}: {gs.stderr.strip()[-300:]})")
+    W = E - S
+    summ = raw.summary
+    row["gilspy"] = {k: summ.get(k) for k in ("coverage", "handoffs_seen", "handoffs_total", "polls", "late_polls",
+                                               "missed_polls", "rate_achieved_hz", "rate_asked_hz",
+                                               "unknown_holder_polls", "task_reads", "gil_busy_share")}
+    row["gilspy_rc"] = gs.rc
+    if up:
+        row["uprobe"] = {k: up[k] for k in ("takes_in_window", "drops_in_window", "switches", "calls_take",
+                                             "calls_drop", "hold_unknown_start", "wait_unknown_start",
+                                             "hold_lost_start", "wait_lost_start",
+                                             "attached_ns")}
+    tids = set(raw.threads)
+    if up:
+        tids |= set(up["threads"])
+    threads = []
+    for tid in sorted(tids, key=lambda t: (wl.roles.get(t, "zz"), t)):
+        g_hold, g_holds = benchlib.clip(raw.holds.get(tid, []), S, E)
+        g_wait, g_waits = benchlib.clip(raw.waits.get(tid, []), S, E)
+        t = {"tid": tid, "role": wl.roles.get(tid, "?"), "gilspy_seen": tid in raw.threads,
+             "g_hold": g_hold / W, "g_wait": g_wait / W, "g_holds": g_holds, "g_waits": g_waits}
+        if up:
+            u = up["threads"].get(tid, {})
+            t.update({"uprobe_seen": tid in up["tids_seen"], "u_hold": u.get("hold_ns", 0) / W,
+                      "u_wait": u.get("wait_ns", 0) / W, "u_holds": u.get("holds", 0), "u_waits": u.get("waits", 0),
+                      "u_waits_long": u.get("waits_long", 0), "u_holds_short": u.get("holds_short", 0),
+                      "u_short_hold": u.get("holds_short_ns", 0) / W})
+            if "events" in up:
+                conf = benchlib.confusion(benchlib.truth_steps(up["events"].get(tid, [])),
+                                          benchlib.gilspy_steps(raw.holds.get(tid, []), raw.waits.get(tid, [])), S, E)
+                t["confusion"] = {f"{a}>{b}": v / W for (a, b), v in conf.items()}
+            t["d_hold_pp"] = 100 * (t["g_hold"] - t["u_hold"])
+            t["d_wait_pp"] = 100 * (t["g_wait"] - t["u_wait"])
+            # The same, with the uretprobe's own cost moved from the uprobes' wait to their hold (see calibrate).
+            probe = min(t["u_wait"], t["u_waits"] * (args.probe_cost_ns or 0) / W)
+            t["u_probe"] = probe
+            t["da_hold_pp"] = 100 * (t["g_hold"] - (t["u_hold"] + probe))
+            t["da_wait_pp"] = 100 * (t["g_wait"] - (t["u_wait"] - probe))
+        threads.append(t)
+    row["threads"] = threads
+    row["g_busy"] = sum(t["g_hold"] for t in threads)
+    row["g_holds_window"] = sum(t["g_holds"] for t in threads)
+    if up:
+        row["u_busy"] = sum(t["u_hold"] for t in threads)
+        row["u_holds_window"] = sum(t["u_holds"] for t in threads)
+        row["max_d_hold_pp"] = max(abs(t["d_hold_pp"]) for t in threads)
+        row["max_d_wait_pp"] = max(abs(t["d_wait_pp"]) for t in threads)
+        row["max_da_hold_pp"] = max(abs(t["da_hold_pp"]) for t in threads)
+        row["max_da_wait_pp"] = max(abs(t["da_wait_pp"]) for t in threads)
+        row["probe_cost_ns"] = args.probe_cost_ns
+        row["same_threads"] = sorted(raw.threads) == sorted(up["tids_seen"])
+        row["threads_only_gilspy"] = sorted(set(raw.threads) - set(up["tids_seen"]))
+        row["threads_only_uprobe"] = sorted(set(up["tids_seen"]) - set(raw.threads))
+    return row
+
+
+def pct(x):
+    return f"{100 * x:6.2f}"
+
+
+def print_row(row, brief):
+    name = f"Python {row['python']}, workload {row['workload']} ({benchlib.WORKLOAD_NAMES[row['workload']]})"
+    print(f"\n== {name}")
+    if row.get("error"):
+        print(f"   ERROR: {row['error']}")
+    if row.get("uprobe_unavailable"):
+        print(f"   uprobes unavailable, gilspy only: {row['uprobe_unavailable']}")
+    if "threads" not in row:
+        return
+    up = "uprobe" in row
+    g = row["gilspy"]
+    W = (row["window"][1] - row["window"][0]) / 1e9
+    if not brief:
+        print(f"   {'TID':>7} {'ROLE':<8} {'HOLD% up':>8} {'gilspy':>7} {'Δpp':>6} {'adj':>6}   {'WAIT% up':>8} "
+              f"{'gilspy':>7} {'Δpp':>6} {'adj':>6}   {'HOLDS up':>8} {'<100µs':>7} {'gilspy':>7}")
+        for t in row["threads"]:
+            if up:
+                print(f"   {t['tid']:>7} {t['role']:<8} {pct(t['u_hold']):>8} {pct(t['g_hold']):>7} {t['d_hold_pp']:+6.2f} "
+                      f"{t['da_hold_pp']:+6.2f}   {pct(t['u_wait']):>8} {pct(t['g_wait']):>7} {t['d_wait_pp']:+6.2f} "
+                      f"{t['da_wait_pp']:+6.2f}   {t['u_holds']:>8} {t['u_holds_short']:>7} {t['g_holds']:>7}")
+            else:
+                print(f"   {t['tid']:>7} {t['role']:<8} {'-':>8} {pct(t['g_hold']):>7} {'-':>6} {'-':>6}   {'-':>8} "
+                      f"{pct(t['g_wait']):>7} {'-':>6} {'-':>6}   {'-':>8} {'-':>7} {t['g_holds']:>7}")
+    if any("confusion" in t for t in row["threads"]):
+        print("   where the time goes (true state > gilspy's state, pp of the window; H hold, W wait, R released):")
+        for t in row["threads"]:
+            c = t.get("confusion", {})
+            off = sorted(((v, k) for k, v in c.items() if k[0] != k[2] and v >= 0.0005), reverse=True)
+            print(f"   {t['tid']:>7} {t['role']:<8} " + ", ".join(f"{k} {100 * v:.2f}" for v, k in off))
+    line = (f"   window {W:.2f} s; GIL busy: gilspy {100 * row['g_busy']:.2f} %")
+    if up:
+        line += f", uprobes {100 * row['u_busy']:.2f} %"
+        u = row["uprobe"]
+        line += (f"; uprobes in window: {u['takes_in_window']} take_gil, {u['drops_in_window']} drop_gil, "
+                 f"{u['switches']} hand-offs")
+    print(line)
+    if up and (row["uprobe"].get("hold_lost_start") or row["uprobe"].get("wait_lost_start")):
+        print(f"   WARNING: the uprobes lost events: {row['uprobe']['hold_lost_start']} hold(s) and "
+              f"{row['uprobe']['wait_lost_start']} wait(s) ended without a start (left out of their shares)")
+    if up and abs(row["uprobe"]["takes_in_window"] - row["uprobe"]["drops_in_window"]) > len(row["threads"]):
+        print("   WARNING: take_gil and drop_gil counts differ by more than the thread count: a caller may have "
+              "an inlined copy the uprobes miss")
+    cov = g.get("coverage")
+    print(f"   gilspy: coverage {100 * cov:.1f} % ({g['handoffs_seen']} of {g['handoffs_total']} hand-offs, whole "
+          f"recording), {g['rate_achieved_hz']:.0f} Hz of {g['rate_asked_hz']:.0f}, {g['late_polls']} late, "
+          f"{g['missed_polls']} missed polls" if cov is not None else "   gilspy: no summary")
+    if up:
+        print(f"   max |Δ| hold {row['max_d_hold_pp']:.2f} pp, wait {row['max_d_wait_pp']:.2f} pp (adjusted for the "
+              f"uretprobe's cost: {row['max_da_hold_pp']:.2f}, {row['max_da_wait_pp']:.2f}); "
+              f"same threads: {'yes' if row['same_threads'] else 'NO'}"
+              + (f" (only gilspy: {row['threads_only_gilspy']}, only uprobes: {row['threads_only_uprobe']})"
+                 if not row["same_threads"] else ""))
+
+
+def print_summary(rows):
+    print("\n== Summary (targets on a, b, d: every thread's hold within 1 pp, wait within 3 pp of the uprobes; "
+          "'adj' moves the uretprobe's own cost from their wait to their hold; the verdict uses adj)")
+    print(f"   {'PYTHON':<8} {'WL':<2} {'max|Δhold|':>10} {'adj':>5} {'max|Δwait|':>10} {'adj':>5} {'busy up':>8} "
+          f"{'gilspy':>7} {'coverage':>9} {'hand-offs/s':>11} {'holds up':>9} {'gilspy':>7} {'rate Hz':>8} {'late':>6}  verdict")
+    for row in rows:
+        if "threads" not in row:
+            print(f"   {row['python']:<8} {row['workload']:<2} {'error: ' + row.get('error', '?')[:80]}")
+            continue
+        g = row["gilspy"]
+        W = (row["window"][1] - row["window"][0]) / 1e9
+        if "uprobe" in row:
+            ok = row["max_da_hold_pp"] <= HOLD_TARGET_PP and row["max_da_wait_pp"] <= WAIT_TARGET_PP
+            verdict = ("ok" if ok else "MISS") if row["workload"] in "abd" else "(no target)"
+            if row.get("error"):
+                verdict += " (invalid: " + row["error"][:40] + ")"
+            print(f"   {row['python']:<8} {row['workload']:<2} {row['max_d_hold_pp']:9.2f}  {row['max_da_hold_pp']:5.2f} "
+                  f"{row['max_d_wait_pp']:9.2f}  {row['max_da_wait_pp']:5.2f} "
+                  f"{pct(row['u_busy']):>8} {pct(row['g_busy']):>7} {100 * (g['coverage'] or 0):8.1f}% "
+                  f"{row['uprobe']['switches'] / W:11.0f} {row['u_holds_window']:>9} {row['g_holds_window']:>7} "
+                  f"{g['rate_achieved_hz']:8.0f} {g['late_polls']:>6}  {verdict}")
+        else:
+            print(f"   {row['python']:<8} {row['workload']:<2} {'-':>10} {'-':>5} {'-':>10} {'-':>5} {'-':>8} {pct(row['g_busy']):>7} "
+                  f"{100 * (g['coverage'] or 0):8.1f}% {'-':>11} {'-':>9} {row['g_holds_window']:>7} "
+                  f"{g['rate_achieved_hz']:8.0f} {g['late_polls']:>6}  uprobes unavailable")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python", default=DEFAULT_PYTHONS, help="comma-separated versions (pyenv) or paths")
+    ap.add_argument("--workloads", default="a,b,c,d")
+    ap.add_argument("--window", type=float, default=3.0, help="seconds compared")
+    ap.add_argument("--lead", type=float, default=0.5, help="seconds from bpftrace's attach to the window")
+    ap.add_argument("--rate", type=float, default=10000, help="gilspy's poll rate (its default: 10000)")
+    ap.add_argument("--busy", action="store_true", help="gilspy --busy")
+    ap.add_argument("--gilspy", default=benchlib.default_gilspy())
+    ap.add_argument("--prefix", default="", help="command words before gilspy, e.g. 'chrt -f 10' (real-time "
+                                                  "priority: no late polls on a loaded machine)")
+    ap.add_argument("--json-out")
+    ap.add_argument("--brief", action="store_true", help="only the summary lines per run, no per-thread rows")
+    ap.add_argument("--check-threads", action="store_true")
+    ap.add_argument("--truth", choices=("func", "lock"), default="func",
+                    help="func: hold = take_gil's return .. drop_gil's entry (the issue's definition); lock: hold = "
+                         "the lock word's locked=1 .. locked=0, marked by take_gil's and drop_gil's "
+                         "pthread_cond_signal on gil->switch_cond / gil->cond (what a reader of the GIL struct "
+                         "can see; drop_gil may block on gil->mutex for ms after its entry)")
+    ap.add_argument("--probe-cost", type=float, help="the uretprobe's cost per take_gil in ns (default: measured "
+                                                        "at the start)")
+    ap.add_argument("--keep", metavar="DIR", help="keep gilspy's raw files and the uprobe results there")
+    ap.add_argument("--confusion", action="store_true",
+                    help="also print every transition from bpftrace (costly: ~8 µs per event in the target) and "
+                         "show, per thread, how much time gilspy put in the wrong state")
+    args = ap.parse_args()
+    if not args.gilspy:
+        benchlib.die("gilspy not found: build it (cmake --build build) or pass --gilspy")
+    args.gilspy = benchlib.snapshot_gilspy(args.gilspy)
+    args.probe_cost_ns = args.probe_cost
+    if args.probe_cost is None and not args.check_threads:
+        for spec in args.python.split(","):
+            python = benchlib.find_python(spec)
+            if python:
+                args.probe_cost_ns = calibrate(python, args)
+                break
+        if args.probe_cost_ns:
+            print(f"probe cost (truth '{args.truth}': mean wait per take_gil of a lone, never contended os.write "
+                  f"thread, which the uprobes count as waiting): {args.probe_cost_ns:.0f} ns per take_gil")
+    rows = []
+    for spec in args.python.split(","):
+        python = benchlib.find_python(spec)
+        if not python:
+            print(f"\n== Python {spec}: not found, skipped")
+            if args.check_threads:
+                print(f"SKIPPED: Python {spec} not found under {benchlib.pyenv_root()}/versions")
+                return 77
+            continue
+        for w in args.workloads.split(","):
+            row = run_one(python, w, args)
+            if args.check_threads and row.get("uprobe_unavailable"):
+                print(f"SKIPPED: uprobes unavailable: {row['uprobe_unavailable']}")
+                return 77
+            rows.append(row)
+            print_row(row, args.brief)
+            sys.stdout.flush()
+    print_summary(rows)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(rows, f, indent=1)
+    if args.check_threads:
+        bad = [r for r in rows if "threads" not in r or not r.get("same_threads") or r.get("error")]
+        for r in bad:
+            print(f"FAIL: Python {r['python']} workload {r['workload']}: "
+                  f"{r.get('error') or 'threads differ: only gilspy ' + str(r.get('threads_only_gilspy')) + ', only uprobes ' + str(r.get('threads_only_uprobe'))}")
+        return 1 if bad or not rows else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
