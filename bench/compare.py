@@ -119,7 +119,8 @@ def run_one(python, workload, args):
     if up:
         row["uprobe"] = {k: up[k] for k in ("takes_in_window", "drops_in_window", "switches", "calls_take",
                                              "calls_drop", "hold_unknown_start", "wait_unknown_start",
-                                             "hold_lost_start", "wait_lost_start",
+                                             "hold_lost_start", "wait_lost_start", "hold_lost_end",
+                                             "wait_lost_end",
                                              "attached_ns")}
     tids = set(raw.threads)
     if up:
@@ -205,9 +206,12 @@ def print_row(row, brief):
         line += (f"; uprobes in window: {u['takes_in_window']} take_gil, {u['drops_in_window']} drop_gil, "
                  f"{u['switches']} hand-offs")
     print(line)
-    if up and (row["uprobe"].get("hold_lost_start") or row["uprobe"].get("wait_lost_start")):
-        print(f"   WARNING: the uprobes lost events: {row['uprobe']['hold_lost_start']} hold(s) and "
-              f"{row['uprobe']['wait_lost_start']} wait(s) ended without a start (left out of their shares)")
+    lost = {k: row["uprobe"].get(k, 0) for k in ("hold_lost_start", "wait_lost_start", "hold_lost_end",
+                                                 "wait_lost_end")} if up else {}
+    if any(lost.values()):
+        print(f"   WARNING: the uprobes lost events: {lost['hold_lost_start']} hold(s) and {lost['wait_lost_start']} "
+              f"wait(s) ended without a start (left out), {lost['hold_lost_end']} hold(s) and "
+              f"{lost['wait_lost_end']} wait(s) started again without an end (the earlier one is lost)")
     if up and abs(row["uprobe"]["takes_in_window"] - row["uprobe"]["drops_in_window"]) > len(row["threads"]):
         print("   WARNING: take_gil and drop_gil counts differ by more than the thread count: a caller may have "
               "an inlined copy the uprobes miss")

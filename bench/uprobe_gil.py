@@ -125,7 +125,7 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
   $s = @ws[tid];
   // No start: the wait began before we attached (count it from then), or, for a thread seen since, an
   // event was lost: count that and leave the interval out.
-  if ($s == 0) {{ if (@seen[tid]) {{ $s = $now; @wait_lost_start = count(); }} else {{ $s = @t0; @wait_unknown_start = count(); }} }}
+  if ($s == 0) {{ if (@seen[tid]) {{ $s = $now; if ($now >= $S && $now < $E) {{ @wait_lost_start = count(); }} }} else {{ $s = @t0; @wait_unknown_start = count(); }} }}
   delete(@ws[tid]);
   $a = $s; if ($a < $S) {{ $a = $S; }}
   $b = $now; if ($b > $E) {{ $b = $E; }}
@@ -136,12 +136,13 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
     if (@last != tid) {{ @switches = count(); }}
   }}
   @last = tid;
+  if (@hs[tid] && $now >= @S && $now < @E) {{ @hold_lost_end = count(); }}
   @hs[tid] = $now; @seen[tid] = 1; {ev_hold}
 """
     end_hold = """
   $S = @S; $E = @E;
   $s = @hs[tid];
-  if ($s == 0) {{ if (@seen[tid]) {{ $s = $now; @hold_lost_start = count(); }} else {{ $s = @t0; @hold_unknown_start = count(); }} }}
+  if ($s == 0) {{ if (@seen[tid]) {{ $s = $now; if ($now >= $S && $now < $E) {{ @hold_lost_start = count(); }} }} else {{ $s = @t0; @hold_unknown_start = count(); }} }}
   delete(@hs[tid]);
   $a = $s; if ($a < $S) {{ $a = $S; }}
   $b = $now; if ($b > $E) {{ $b = $E; }}
@@ -181,6 +182,8 @@ BEGIN {{
 
 {take_entry} /pid == {P}/ {{
   $now = nsecs;
+  // (counted inside the window only: while bpftrace attaches its probes one by one, events do go missing)
+  if (@ws[tid] && $now >= @S && $now < @E) {{ @wait_lost_end = count(); }}
   @ws[tid] = $now; @seen[tid] = 1;
   @calls_take[tid] = count(); {ev_take}
   if ($now >= @S && $now < @E) {{ @takes_in_window = count(); }}
@@ -385,6 +388,8 @@ def aggregate(maps, S, E, attached_ns):
         "wait_unknown_start": scalar("wait_unknown_start"),
         "hold_lost_start": scalar("hold_lost_start"),
         "wait_lost_start": scalar("wait_lost_start"),
+        "hold_lost_end": scalar("hold_lost_end"),
+        "wait_lost_end": scalar("wait_lost_end"),
     }
 
 
