@@ -23,25 +23,38 @@ std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 int run_info(const InfoOptions& o) {
   sampler::RemoteMemoryReader reader(o.pid);
   const auto in = sampler::attach(o.pid, reader, {.timeout_s = o.wait_s, .retry_interval_s = 0.01});
-  std::array<uint8_t, 256> gil_bytes{};
-  reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
-  const auto g = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
-
   sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
   std::vector<sampler::ThreadRef> threads(sampler::ThreadWalker::kMaxThreads);
   bool truncated = false;
   threads.resize(walker.walk(reader, threads, &truncated));
 
-  nlohmann::json rows = nlohmann::json::array();
+  // The GIL and the kernel's view of each thread are read at different moments. Read the GIL before and after
+  // the threads and keep a snapshot in which it did not change hands (a few tries), so the holder and the
+  // waiters shown belong together.
+  std::array<uint8_t, 256> gil_bytes{};
+  sampler::GilSample g;
+  nlohmann::json rows;
   int64_t holder_tid = 0;
-  for (const auto& t : threads) {
-    sampler::TaskSyscallFile file;
-    const auto task = file.open(o.pid, t.tid) ? file.read(in.gil_addr, in.layout.gil) : sampler::TaskState::kUnknown;
-    const bool holds = g.holder() == t.tstate;
-    if (holds) holder_tid = t.tid;
-    const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
-    rows.push_back({{"tid", t.tid}, {"tstate", hex(t.tstate)}, {"main", t.tid == o.pid}, {"state", state},
-                    {"task", sampler::to_string(task)}});
+  bool consistent = false;
+  for (int attempt = 0; attempt < 20 && !consistent; ++attempt) {
+    reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
+    g = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
+    rows = nlohmann::json::array();
+    holder_tid = 0;
+    for (const auto& t : threads) {
+      sampler::TaskSyscallFile file;
+      const auto task =
+          file.open(o.pid, t.tid) ? file.read(in.gil_addr, in.layout.gil) : sampler::TaskState::kUnknown;
+      const bool holds = g.holder() == t.tstate;
+      if (holds) holder_tid = t.tid;
+      const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
+      rows.push_back({{"tid", t.tid}, {"tstate", hex(t.tstate)}, {"main", t.tid == o.pid}, {"state", state},
+                      {"task", sampler::to_string(task)}});
+    }
+    reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
+    const auto after = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
+    consistent = after.locked == g.locked && after.last_holder == g.last_holder &&
+                 after.switch_number == g.switch_number;
   }
   const auto& b = in.binary;
   nlohmann::json j = {{"pid", o.pid},
@@ -61,6 +74,7 @@ int run_info(const InfoOptions& o) {
                       {"switch_number", g.switch_number},
                       {"waiters", g.waiters},
                       {"threads_truncated", truncated},
+                      {"consistent_snapshot", consistent},
                       {"threads", rows}};
   if (o.json) {
     fmt::print("{}\n", j.dump());

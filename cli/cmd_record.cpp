@@ -34,6 +34,10 @@ Runner add_record_command(CLI::App& app) {
   cmd->add_flag("--no-trace", opts->no_trace, "Write only the raw file, not the Chrome trace");
   cmd->add_flag("--busy", opts->busy,
                 "Spin instead of sleeping between polls: the highest rates (100 kHz and more), one core busy");
+  auto no_realtime = std::make_shared<bool>(false);
+  cmd->add_flag("--no-realtime", *no_realtime,
+                "Do not run the poll thread at real-time priority (SCHED_FIFO, lowest level). Without it, a busy "
+                "machine makes polls late, right after hand-offs most of all, and the intervals less exact");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only where the files went, no summary table");
   auto no_status = std::make_shared<bool>(false);
   cmd->add_flag("--no-status", *no_status, "No live status line on the terminal");
@@ -43,8 +47,9 @@ Runner add_record_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("command", opts->command, "Program to launch and record (after --)");
   cmd->positionals_at_end(true);
-  return [opts, pid_text, no_status] {
+  return [opts, pid_text, no_status, no_realtime] {
     opts->status = !*no_status;
+    opts->realtime = !*no_realtime;
     if (!pid_text->empty()) opts->pids = parse_pid_list(*pid_text);
     if (opts->pids.empty() == opts->command.empty()) {
       throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both or "

@@ -245,8 +245,14 @@ int run_record(const RecordOptions& o) {
     samplers.push_back(t.sampler.get());
   }
 
+  if (!o.busy && o.rate_hz > 20000) {
+    fmt::print(stderr, "gilspy: note: a {:.0f} Hz poll period ({:.0f} us) is shorter than a sleeping timer keeps on "
+                       "most machines: expect late polls, or use --busy to spin\n",
+               o.rate_hz, 1e6 / o.rate_hz);
+  }
   // The poll loop on its own thread; everything else on this one.
-  sampler::PollLoop loop({.rate_hz = o.rate_hz, .duration_s = o.duration_s, .busy = o.busy}, queue);
+  sampler::PollLoop loop(
+      {.rate_hz = o.rate_hz, .duration_s = o.duration_s, .busy = o.busy, .realtime = o.realtime}, queue);
   std::atomic<bool> stop{false};
   std::atomic<bool> loop_done{false};
   sampler::StopReason reason = sampler::StopReason::kStopped;
@@ -318,7 +324,7 @@ int run_record(const RecordOptions& o) {
     fig.late = lc.late.load();
     fig.missed = lc.missed.load();
     fig.max_lateness_ns = lc.max_lateness_ns.load();
-    fig.poller_nice = lc.nice.load();
+    fig.poller_scheduling = sampler::to_string(lc.scheduling.load());
     fig.dropped_events = queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();

@@ -16,6 +16,7 @@ struct RecordOptions {
   std::string output_dir;
   bool no_trace = false;
   bool busy = false;
+  bool realtime = true;
   bool quiet = false;
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;

@@ -31,6 +31,7 @@ DebugOffsets decode_3_13(std::span<const uint8_t> b) {
   d.gil_enabled = u64_at(b, 128);
   d.gil_locked = u64_at(b, 136);
   d.gil_holder = u64_at(b, 144);
+  d.tstate_prev = u64_at(b, 160);
   d.tstate_next = u64_at(b, 168);
   d.tstate_interp = u64_at(b, 176);
   d.tstate_thread_id = u64_at(b, 192);
@@ -84,6 +85,7 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
     expect_equal("interp.id", l.interp.id, debug->interp_id);
     expect_equal("interp.gc", l.gc.offset, debug->interp_gc);
     expect_equal("interp.ceval.gil", l.gil_offset, debug->interp_ceval_gil);
+    expect_equal("tstate.prev", l.tstate.prev, debug->tstate_prev);
     expect_equal("tstate.next", l.tstate.next, debug->tstate_next);
     expect_equal("tstate.interp", l.tstate.interp, debug->tstate_interp);
     expect_equal("tstate.thread_id", l.tstate.thread_id, debug->tstate_thread_id);
@@ -105,6 +107,7 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   l.runtime.interpreters_head = static_cast<Off>(d.runtime_interpreters_head);
   l.interp = {.next = static_cast<Off>(d.interp_next), .id = static_cast<Off>(d.interp_id),
               .threads_head = static_cast<Off>(d.interp_threads_head)};
+  l.tstate.prev = static_cast<Off>(d.tstate_prev);
   l.tstate.next = static_cast<Off>(d.tstate_next);
   l.tstate.interp = static_cast<Off>(d.tstate_interp);
   l.tstate.thread_id = static_cast<Off>(d.tstate_thread_id);

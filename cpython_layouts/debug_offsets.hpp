@@ -22,7 +22,7 @@ struct DebugOffsets {
   uint64_t interp_id = 0, interp_next = 0, interp_threads_head = 0, interp_gc = 0;
   uint64_t interp_ceval_gil = 0, interp_gil_runtime_state = 0;
   uint64_t gil_enabled = 0, gil_locked = 0, gil_holder = 0;  // from the interpreter (its own _gil)
-  uint64_t tstate_next = 0, tstate_interp = 0, tstate_thread_id = 0, tstate_native_thread_id = 0;
+  uint64_t tstate_prev = 0, tstate_next = 0, tstate_interp = 0, tstate_thread_id = 0, tstate_native_thread_id = 0;
   std::optional<uint64_t> tstate_holds_gil;  // 3.14
   std::optional<uint64_t> gc_collecting;     // 3.14
 };

@@ -103,6 +103,7 @@ constexpr size_t kInterpGilEnabled = 136;
 constexpr size_t kInterpGilLocked = 144;
 constexpr size_t kInterpGilHolder = 152;
 constexpr size_t kTstateSize = 176;
+constexpr size_t kTstatePrev = 184;
 constexpr size_t kTstateNext = 192;
 constexpr size_t kTstateInterp = 200;
 constexpr size_t kTstateThreadId = 216;
@@ -157,6 +158,7 @@ DebugOffsets decode_debug_offsets_3_14(std::span<const uint8_t> b) {
   d.gil_enabled = word(b, pos::kInterpGilEnabled);
   d.gil_locked = word(b, pos::kInterpGilLocked);
   d.gil_holder = word(b, pos::kInterpGilHolder);
+  d.tstate_prev = word(b, pos::kTstatePrev);
   d.tstate_next = word(b, pos::kTstateNext);
   d.tstate_interp = word(b, pos::kTstateInterp);
   d.tstate_thread_id = word(b, pos::kTstateThreadId);
@@ -189,6 +191,7 @@ DebugOffsets decode_debug_offsets_3_14(std::span<const uint8_t> b) {
                 std::to_string(d.gil_holder) + ") lie before the GIL itself (+" +
                 std::to_string(d.interp_gil_runtime_state) + ")");
   }
+  expect_inside("thread_state.prev", d.tstate_prev, "PyThreadState", tstate_size);
   expect_inside("thread_state.next", d.tstate_next, "PyThreadState", tstate_size);
   expect_inside("thread_state.interp", d.tstate_interp, "PyThreadState", tstate_size);
   expect_inside("thread_state.thread_id", d.tstate_thread_id, "PyThreadState", tstate_size);

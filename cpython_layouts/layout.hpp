@@ -66,6 +66,7 @@ struct InterpLayout {
 };
 
 struct ThreadLayout {
+  Off prev = 0;
   Off next = 8;
   Off interp = 16;
   Off thread_id = 0;          // unsigned long: pthread_t

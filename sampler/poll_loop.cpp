@@ -1,5 +1,7 @@
 #include "sampler/poll_loop.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -22,6 +24,15 @@ int64_t realtime_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+const char* to_string(PollerScheduling s) {
+  switch (s) {
+    case PollerScheduling::kRealtime: return "SCHED_FIFO";
+    case PollerScheduling::kNice: return "nice -10";
+    case PollerScheduling::kNormal: return "normal";
+  }
+  return "normal";
 }
 
 namespace {
@@ -52,9 +63,13 @@ void PollLoop::emit_stats(std::span<ProcessSampler* const> samplers, int64_t now
 
 StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // 1 ns: the default 50 µs slack would blur a 100 µs period
-  const pid_t self = static_cast<pid_t>(::syscall(SYS_gettid));
-  if (options_.nice != 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(self), options_.nice) == 0) {
-    counters_.nice = options_.nice;
+  sched_param param{};
+  param.sched_priority = sched_get_priority_min(SCHED_FIFO);
+  if (options_.realtime && pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0) {
+    counters_.scheduling = PollerScheduling::kRealtime;
+  } else if (options_.nice != 0 &&
+             ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), options_.nice) == 0) {
+    counters_.scheduling = PollerScheduling::kNice;
   }
   const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
   const int64_t start = monotonic_ns();

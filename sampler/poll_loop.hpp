@@ -16,11 +16,18 @@ struct PollLoopOptions {
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core
   int64_t spin_ns = 0;    // when sleeping: wake this early and spin the rest (sharper deadlines, more CPU)
-  // Nice value asked for the poll thread. On a machine whose cores the target keeps busy, a sleeping poller
-  // at the default nice waits behind the target's threads at every wake-up and misses deadlines; -10 lets
-  // it preempt them for its few microseconds. Needs CAP_SYS_NICE; without it the loop runs at nice 0.
+  // How the poll thread asks to be scheduled. On a machine whose cores the target keeps busy, a poller at the
+  // default priority waits behind the target's threads at every wake-up: polls come late, most often right
+  // after a hand-off (the woken thread preempts us), which skews every interval boundary. SCHED_FIFO at the
+  // lowest real-time priority lets it preempt them for its few microseconds (the kernel's RT throttling still
+  // keeps 5 % of each core for others, even in --busy). Both need CAP_SYS_NICE; without it the loop tries
+  // nice -10, then runs as it is, and says which it got.
+  bool realtime = true;
   int nice = -10;
 };
+
+enum class PollerScheduling { kNormal, kNice, kRealtime };
+const char* to_string(PollerScheduling s);
 
 enum class StopReason { kDuration, kStopped, kTargetsGone };
 
@@ -31,7 +38,7 @@ struct LoopCounters {
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> last_ns{0};
   std::atomic<int64_t> max_lateness_ns{0};
-  std::atomic<int> nice{0};  // the nice value the poll thread ran at
+  std::atomic<PollerScheduling> scheduling{PollerScheduling::kNormal};  // what the poll thread got
 };
 
 int64_t monotonic_ns();

@@ -60,9 +60,13 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
 
 void ProcessSampler::rewalk(int64_t t_mid) {
   counters_.walks.fetch_add(1, std::memory_order_relaxed);
-  const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_);
-  // Threads no longer in the list (or whose state was reused by another thread) end here.
+  bool complete = false;
+  const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete);
+  walk_incomplete_ = !complete && !truncated_;
+  // Threads no longer in the list (or whose state was reused by another thread) end here. A walk cut short by
+  // a thread exiting under us ends nobody: the next poll walks again.
   for (const uint16_t i : active_) {
+    if (walk_incomplete_) break;
     Track& t = tracks_[i];
     bool still = false;
     for (size_t j = 0; j < n && !still; ++j) {
@@ -95,24 +99,40 @@ void ProcessSampler::rewalk(int64_t t_mid) {
   }
 }
 
-GilRole ProcessSampler::role_from_task(const Track& t, TaskState s, bool unseen_handoffs) const {
+void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs,
+                                      int64_t t_mid) {
   switch (s) {
     case TaskState::kGilCond:
     case TaskState::kGilMutex:
-      return GilRole::kWaiting;
+      t.maybe_left_ns = -1;
+      set_role(t, GilRole::kWaiting, t_mid);
+      return;
     case TaskState::kRunning:
-      // A woken waiter reads "running" until it really takes the GIL, so a waiter stays one, unless the GIL
-      // changed hands more often than we saw: then it may have taken and dropped it between two polls.
-      if (t.role == GilRole::kWaiting && !unseen_handoffs) return GilRole::kWaiting;
-      return GilRole::kReleased;
+      if (t.role != GilRole::kWaiting) {
+        set_role(t, GilRole::kReleased, t_mid);
+        return;
+      }
+      // A woken waiter reads "running" until it really takes the GIL, so it stays a waiter. It left take_gil
+      // only if it took the GIL between two polls: surely when it is the last holder now; perhaps when other
+      // hand-offs went unseen. Then it stays a waiter on probation, asked again at every poll until the
+      // kernel says where it is, and a release is dated back to the first doubt.
+      if (g.last_holder == t.ref.tstate) {
+        set_role(t, GilRole::kReleased, t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
+        t.maybe_left_ns = -1;
+      } else if (unseen_handoffs && t.maybe_left_ns < 0) {
+        t.maybe_left_ns = t_mid;
+      }
+      return;
     case TaskState::kUnknown:
     case TaskState::kGone:
-      return t.role == GilRole::kHolding ? GilRole::kReleased : t.role;
+      if (t.role == GilRole::kHolding) set_role(t, GilRole::kReleased, t_mid);
+      return;
     case TaskState::kSwitchWait:
     case TaskState::kOtherSyscall:
-      return GilRole::kReleased;
+      set_role(t, GilRole::kReleased, t.role == GilRole::kWaiting && t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
+      t.maybe_left_ns = -1;
+      return;
   }
-  return GilRole::kReleased;
 }
 
 bool ProcessSampler::poll(int64_t t_now) {
@@ -162,6 +182,7 @@ bool ProcessSampler::poll(int64_t t_now) {
       dirty = reader_.read({&r, 1}) != 1 || word != tracks_[last].identity;
     }
   }
+  if (walk_incomplete_) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
   if (dirty || periodic) {
     rewalk(t_mid);
@@ -188,6 +209,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     if (static_cast<int>(i) == holder) {
+      t.maybe_left_ns = -1;
       if (t.role == GilRole::kHolding && delta > 0) {
         // Same holder, but the GIL changed hands in between: it dropped and took it again.
         set_role(t, GilRole::kReleased, t_mid);
@@ -195,11 +217,11 @@ bool ProcessSampler::poll(int64_t t_now) {
       set_role(t, GilRole::kHolding, t_mid);
       continue;
     }
-    const bool ask = scan_all || (scan_released && t.role == GilRole::kReleased) ||
+    const bool ask = scan_all || (scan_released && t.role == GilRole::kReleased) || t.maybe_left_ns >= 0 ||
                      (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0));
     if (ask) {
       counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
-      set_role(t, role_from_task(t, tasks_.read(i), unseen_handoffs), t_mid);
+      apply_task_state(t, tasks_.read(i), g, unseen_handoffs, t_mid);
     } else if (t.role == GilRole::kHolding) {
       set_role(t, GilRole::kReleased, t_mid);
     }

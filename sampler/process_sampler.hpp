@@ -80,13 +80,14 @@ class ProcessSampler {
     uint64_t identity = 0;  // expected value of the identity word
     GilRole role = GilRole::kReleased;
     int64_t since_ns = 0;
+    int64_t maybe_left_ns = -1;  // a waiter that may have taken and dropped the GIL unseen since then
   };
 
   void rewalk(int64_t t_mid);
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
   void emit(EventType type, int32_t tid, int64_t ts, int64_t dur = 0, uint64_t a = 0);
-  GilRole role_from_task(const Track& t, TaskState s, bool unseen_handoffs) const;
+  void apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs, int64_t t_mid);
 
   Interpreter interp_;
   MemoryReader& reader_;
@@ -105,6 +106,7 @@ class ProcessSampler {
   uint64_t watched_word_ = 0;
   std::vector<uint8_t> gil_bytes_;
   bool truncated_ = false;
+  bool walk_incomplete_ = false;
 
   bool started_ = false;
   bool gone_ = false;

@@ -102,7 +102,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"late_polls", loop.late},
           {"missed_polls", loop.missed},
           {"max_lateness_ns", loop.max_lateness_ns},
-          {"poller_nice", loop.poller_nice},
+          {"poller_scheduling", loop.poller_scheduling},
           {"dropped_events", loop.dropped_events},
           {"unknown_holder_polls", loop.unknown_holder_polls},
           {"task_reads", loop.task_reads},

@@ -26,7 +26,7 @@ struct ThreadSummary {
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
   int64_t max_lateness_ns = 0;
-  int poller_nice = 0;
+  std::string poller_scheduling = "normal";
   std::string stop_reason;
   bool threads_truncated = false;
 };

@@ -24,32 +24,41 @@ uint64_t ThreadWalker::identity_value(const ThreadRef& t) const {
   return layout_.tstate.native_thread_id ? static_cast<uint64_t>(t.tid) : t.pthread_id;
 }
 
-size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated) {
+size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete) {
   const auto& ts = layout_.tstate;
   if (truncated != nullptr) *truncated = false;
+  if (complete != nullptr) *complete = false;
   uint64_t tstate = 0;
   const ReadRegion head{interp_addr_ + layout_.interp.threads_head, &tstate, sizeof tstate};
   if (reader.read({&head, 1}) != 1) return 0;
 
   size_t count = 0;
+  uint64_t came_from = 0;  // the head's prev is NULL
   // Bound the walk so a corrupted (cyclic) list cannot hang us.
   for (size_t guard = 0; tstate != 0 && guard < 4 * kMaxThreads; ++guard) {
     if (count == out.size()) {
       if (truncated != nullptr) *truncated = true;
       break;
     }
-    uint64_t next = 0, interp = 0, thread_id = 0, native = 0;
-    std::array<ReadRegion, 4> regions = {ReadRegion{tstate + ts.next, &next, 8},
+    uint64_t prev = 0, next = 0, interp = 0, thread_id = 0, native = 0;
+    std::array<ReadRegion, 5> regions = {ReadRegion{tstate + ts.prev, &prev, 8}, ReadRegion{tstate + ts.next, &next, 8},
                                          ReadRegion{tstate + ts.interp, &interp, 8},
                                          ReadRegion{tstate + ts.thread_id, &thread_id, 8},
                                          ReadRegion{tstate + ts.native_thread_id.value_or(ts.thread_id), &native, 8}};
-    if (reader.read(regions) != regions.size() || interp != interp_addr_) break;
+    // Each node must point back at the one we came from: a stale pointer into a freed (or reused) thread
+    // state would otherwise end the walk early as if the list ended there.
+    if (reader.read(regions) != regions.size() || interp != interp_addr_ || prev != came_from) {
+      tstate = 1;  // not the end of the list: the walk is incomplete
+      break;
+    }
     ThreadRef& t = out[count++];
     t.tstate = tstate;
     t.pthread_id = thread_id;
     t.tid = ts.native_thread_id ? static_cast<int32_t>(native) : 0;
+    came_from = tstate;
     tstate = next;
   }
+  if (complete != nullptr) *complete = tstate == 0 && (truncated == nullptr || !*truncated);
   if (!ts.native_thread_id && count > 0) {
     if (!calibrated_) calibrate_pthread_tid(reader, out.first(count));
     if (pthread_tid_offset_) {

@@ -28,9 +28,10 @@ class ThreadWalker {
       : pid_(pid), layout_(layout), interp_addr_(interp_addr) {}
 
   // Walks the thread list into `out` and returns how many were found (at most out.size(); `truncated` tells
-  // if there were more). Never allocates. A thread state whose `interp` does not point back ends the walk
-  // (the list changed under us): the caller walks again later.
-  size_t walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated = nullptr);
+  // if there were more). Never allocates. A thread state that cannot be read or whose `interp` does not point
+  // back ends the walk early (the list changed under us: a thread exited while we followed it); then
+  // `complete` is false and a missing thread says nothing about whether it still exists.
+  size_t walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated = nullptr, bool* complete = nullptr);
 
   // The word that changes when a thread state is freed or reused: per poll, the sampler reads it for each
   // known thread and compares with `identity_value`.

@@ -48,7 +48,7 @@ constexpr size_t free_threaded = 16, runtime_size = 24, interpreters_head = 40;
 constexpr size_t interp_size = 48, interp_id = 56, interp_next = 64, interp_threads_head = 72,
                  interp_threads_main = 80, interp_gc = 88, interp_ceval_gil = 120, interp_gil = 128,
                  interp_gil_enabled = 136, interp_gil_locked = 144, interp_gil_holder = 152;
-constexpr size_t tstate_size = 176, tstate_next = 192, tstate_interp = 200, tstate_thread_id = 216,
+constexpr size_t tstate_size = 176, tstate_prev = 184, tstate_next = 192, tstate_interp = 200, tstate_thread_id = 216,
                  tstate_native_thread_id = 224;
 constexpr size_t gc_size = 648, gc_collecting = 656;
 }  // namespace p14
@@ -58,7 +58,7 @@ struct Values14 {
   uint64_t runtime_size = 150000, interpreters_head = 808;
   uint64_t interp_size = 100000, id = 7311, next = 7303, threads_head = 7383, threads_main = 7391, gc = 7440,
            ceval_gil = 24, gil = 9000, gil_enabled = 0, gil_locked = 9016, gil_holder = 9008;
-  uint64_t tstate_size = 4000, tstate_next = 8, tstate_interp = 16, thread_id = 168, native_thread_id = 176;
+  uint64_t tstate_size = 4000, tstate_prev = 0, tstate_next = 8, tstate_interp = 16, thread_id = 168, native_thread_id = 176;
   uint64_t gc_size = 400, collecting = 192;
   bool free_threaded = false;
 };
@@ -80,6 +80,7 @@ Blob blob_3_14(const Values14& v, uint64_t version = kV3_14_0) {
   b.put(p14::interp_gil_locked, v.gil_locked);
   b.put(p14::interp_gil_holder, v.gil_holder);
   b.put(p14::tstate_size, v.tstate_size);
+  b.put(p14::tstate_prev, v.tstate_prev);
   b.put(p14::tstate_next, v.tstate_next);
   b.put(p14::tstate_interp, v.tstate_interp);
   b.put(p14::tstate_thread_id, v.thread_id);
@@ -93,7 +94,7 @@ Blob blob_3_14(const Values14& v, uint64_t version = kV3_14_0) {
 namespace p13 {
 constexpr size_t interpreters_head = 40, interp_id = 56, interp_next = 64, interp_threads_head = 72,
                  interp_gc = 80, interp_ceval_gil = 112, interp_gil = 120, interp_gil_locked = 136,
-                 interp_gil_holder = 144, tstate_next = 168, tstate_interp = 176, tstate_thread_id = 192,
+                 interp_gil_holder = 144, tstate_prev = 160, tstate_next = 168, tstate_interp = 176, tstate_thread_id = 192,
                  tstate_native_thread_id = 200;
 }  // namespace p13
 
@@ -111,6 +112,7 @@ Blob blob_3_13_from_table() {
   b.put(p13::interp_gil, kGil3_13);
   b.put(p13::interp_gil_locked, kGil3_13 + t.gil.locked);
   b.put(p13::interp_gil_holder, kGil3_13 + t.gil.last_holder);
+  b.put(p13::tstate_prev, t.tstate.prev);
   b.put(p13::tstate_next, t.tstate.next);
   b.put(p13::tstate_interp, t.tstate.interp);
   b.put(p13::tstate_thread_id, t.tstate.thread_id);

@@ -224,6 +224,7 @@ void check_layout(const Layout& l, const Install& install) {
          d.offset_of("PyInterpreterState", threads_head));
 
   // Thread states.
+  expect(v, "tstate.prev", l.tstate.prev, d.offset_of("PyThreadState", "prev"));
   expect(v, "tstate.next", l.tstate.next, d.offset_of("PyThreadState", "next"));
   expect(v, "tstate.interp", l.tstate.interp, d.offset_of("PyThreadState", "interp"));
   expect(v, "tstate.thread_id", l.tstate.thread_id, d.offset_of("PyThreadState", "thread_id"));

@@ -64,6 +64,11 @@ struct FakeTarget {
       head = ts;
     }
     mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
+    uint64_t prev = 0;
+    for (const size_t i : live) {
+      mem.put<uint64_t>(tstate(i) + layout.tstate.prev, prev);
+      prev = tstate(i);
+    }
   }
   void gil(int32_t locked, uint64_t holder, uint64_t switch_number, uint32_t waiters = 0) {
     mem.put<int32_t>(kGil + layout.gil.locked, locked);
@@ -134,32 +139,68 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
   CHECK(s.counters().handoffs_seen.load() == 1);
 }
 
-TEST_CASE("sampler: hand-offs between two polls are counted as unseen, and a woken waiter is then released") {
+TEST_CASE("sampler: unseen hand-offs are counted; a waiter that may have taken the GIL is dated back once known") {
   FakeTarget t;
-  t.tids = {100, 101, 102};
-  t.set_threads({0, 1, 2});
+  t.tids = {100, 101, 102, 103};
+  t.set_threads({0, 1, 2, 3});
   ScriptedTasks tasks;
   EventQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
 
-  t.gil(1, FakeTarget::tstate(0), 10, 2);
+  t.gil(1, FakeTarget::tstate(0), 10, 3);
   tasks.state[101] = TaskState::kGilCond;
   tasks.state[102] = TaskState::kGilCond;
+  tasks.state[103] = TaskState::kGilCond;
   s.poll(1000);
-  // 0 -> 2 -> 1 between polls: switch_number +2, one visible change. 102 now runs without the GIL.
+  // 0 -> 2 -> 1 between polls: switch_number +2, one visible change. 102 and 103 both read "running": 102
+  // took the GIL and runs without it now, 103 was only woken and is still on its way into take_gil.
   t.gil(1, FakeTarget::tstate(1), 12, 1);
   tasks.state[100] = TaskState::kGilCond;
   tasks.state[101] = TaskState::kRunning;
   tasks.state[102] = TaskState::kRunning;
+  tasks.state[103] = TaskState::kRunning;
   s.poll(2000);
-  s.finish(3000);
   CHECK(s.counters().handoffs_total.load() == 2);
   CHECK(s.counters().handoffs_seen.load() == 1);
-  const auto events = drain(q);
-  const auto waits = intervals(events, EventType::kWait);
-  bool sleeper_wait_closed = false;
-  for (const auto& w : waits) sleeper_wait_closed |= (w.tid == 102 && w.end == 1500);
-  CHECK(sleeper_wait_closed);
+  // Nothing changes in the GIL, but the doubtful ones are asked again: 102 is now asleep, 103 back on the cond.
+  tasks.state[102] = TaskState::kOtherSyscall;
+  tasks.state[103] = TaskState::kGilCond;
+  s.poll(3000);
+  s.finish(4000);
+  const auto waits = intervals(drain(q), EventType::kWait);
+  int64_t end_102 = -1, end_103 = -1;
+  int waits_103 = 0;
+  for (const auto& w : waits) {
+    if (w.tid == 102) end_102 = w.end;
+    if (w.tid == 103) {
+      end_103 = w.end;
+      ++waits_103;
+    }
+  }
+  CHECK(end_102 == 1500);  // dated back to the poll that raised the doubt
+  CHECK(waits_103 == 1);   // one wait, never interrupted
+  CHECK(end_103 == 4000);
+}
+
+TEST_CASE("sampler: a waiter that is the last holder took the GIL even if it now runs") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 1);
+  tasks.state[101] = TaskState::kGilCond;
+  s.poll(1000);
+  t.gil(0, FakeTarget::tstate(1), 2, 0);  // 101 took it and dropped it between two polls
+  tasks.state[100] = TaskState::kOtherSyscall;
+  tasks.state[101] = TaskState::kRunning;
+  s.poll(2000);
+  s.finish(3000);
+  const auto waits = intervals(drain(q), EventType::kWait);
+  REQUIRE(waits.size() == 1);
+  CHECK(waits[0].tid == 101);
+  CHECK(waits[0].end == 1500);
 }
 
 TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen") {
@@ -289,7 +330,7 @@ TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final c
   ScriptedTasks tasks;
   EventQueue q(1 << 14);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
-  PollLoop loop({.rate_hz = 2000, .duration_s = 0.05, .nice = 0}, q);
+  PollLoop loop({.rate_hz = 2000, .duration_s = 0.05, .realtime = false, .nice = 0}, q);
   std::atomic<bool> stop{false};
   ProcessSampler* samplers[] = {&s};
   CHECK(loop.run(samplers, stop) == StopReason::kDuration);
@@ -309,4 +350,28 @@ TEST_CASE("event queue: a full queue counts what it drops") {
   int popped = 0;
   while (q.pop(&e)) ++popped;
   CHECK(popped == 4);
+}
+
+TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread") {
+  FakeTarget t;
+  t.tids = {100, 101, 102};
+  t.set_threads({2, 1, 0});  // newest first, the main thread (100) last
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1000});
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1000);
+  CHECK(s.thread_count() == 3);
+  // Thread 101 is being freed while we walk: its interp pointer is garbage, the walk stops there.
+  t.mem.put<uint64_t>(FakeTarget::tstate(1) + t.layout.tstate.interp, 0xdeadbeef);
+  s.poll(3000);
+  CHECK(s.thread_count() == 3);
+  // Once the list is consistent again (101 unlinked), 101 ends and the main thread stays.
+  t.set_threads({2, 0});
+  s.poll(5000);
+  CHECK(s.thread_count() == 2);
+  s.finish(6000);
+  int ends_100 = 0;
+  for (const auto& e : drain(q)) ends_100 += (e.type == EventType::kThreadEnd && e.tid == 100) ? 1 : 0;
+  CHECK(ends_100 == 1);  // only at the end of the recording
 }
