@@ -65,7 +65,9 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // 1 ns: the default 50 µs slack would blur a 100 µs period
   sched_param param{};
   param.sched_priority = sched_get_priority_min(SCHED_FIFO);
-  if (options_.realtime && pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0) {
+  // Not in busy mode: a real-time thread that never sleeps is throttled by the kernel for 50 ms of every
+  // second (sched_rt_runtime_us), a hole in the recording; a spinning thread at a high nice is not.
+  if (options_.realtime && !options_.busy && pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0) {
     counters_.scheduling = PollerScheduling::kRealtime;
   } else if (options_.nice != 0 &&
              ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), options_.nice) == 0) {

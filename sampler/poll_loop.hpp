@@ -19,9 +19,9 @@ struct PollLoopOptions {
   // How the poll thread asks to be scheduled. On a machine whose cores the target keeps busy, a poller at the
   // default priority waits behind the target's threads at every wake-up: polls come late, most often right
   // after a hand-off (the woken thread preempts us), which skews every interval boundary. SCHED_FIFO at the
-  // lowest real-time priority lets it preempt them for its few microseconds (the kernel's RT throttling still
-  // keeps 5 % of each core for others, even in --busy). Both need CAP_SYS_NICE; without it the loop tries
-  // nice -10, then runs as it is, and says which it got.
+  // lowest real-time priority lets it preempt them for its few microseconds. --busy spins at nice -10
+  // instead (a spinning real-time thread is throttled 50 ms a second). Both need CAP_SYS_NICE; without it
+  // the loop runs as it is, and says which it got.
   bool realtime = true;
   int nice = -10;
 };
