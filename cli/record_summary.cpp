@@ -46,11 +46,11 @@ void print_target_summary(const raw::Writer&, int pid, int64_t rank, const std::
                trace_path);
   }
   if (quiet) return;
-  fmt::print("  {} polls at {:.0f} Hz (asked {:.0f}), {} late, {} missed; GIL busy {:.1f} %; hand-offs seen {} of {} "
-             "(coverage {:.1f} %)\n",
+  fmt::print("  {} polls at {:.0f} Hz (asked {:.0f}), {} late, {} missed, poll thread {}; GIL busy {:.1f} %\n",
              summary.polls(), seconds > 0 ? static_cast<double>(summary.polls()) / seconds : 0.0, rate_asked,
-             loop.late, loop.missed, 100 * summary.gil_busy_share(), summary.handoffs_seen(), summary.handoffs_total(),
-             100 * summary.coverage());
+             loop.late, loop.missed, loop.poller_scheduling, 100 * summary.gil_busy_share());
+  fmt::print("  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %)\n",
+             summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
   if (loop.dropped_events > 0) {
     fmt::print("  WARNING: {} events were dropped because the writer fell behind\n", loop.dropped_events);
   }
