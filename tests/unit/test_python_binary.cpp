@@ -15,6 +15,7 @@
 
 #include "elfutils/elf_image.hpp"
 #include "elfutils/error.hpp"
+#include "unit/pyenv_installs.hpp"
 #include "elfutils/proc_maps.hpp"
 #include "elfutils/python_binary.hpp"
 
@@ -24,45 +25,10 @@ namespace fs = std::filesystem;
 using gilspy::elf::ElfImage;
 using gilspy::elf::PyVersion;
 
-// GILSPY_PYENV_ROOT, else `pyenv root`, else $HOME/.pyenv.
-std::string pyenv_root() {
-  if (const char* env = std::getenv("GILSPY_PYENV_ROOT"); env != nullptr && *env != '\0') return env;
-  if (FILE* p = ::popen("pyenv root 2>/dev/null", "r"); p != nullptr) {
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-    const int rc = ::pclose(p);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
-    if (rc == 0 && !out.empty()) return out;
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "") + "/.pyenv";
-}
-
-bool ci_strict() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-struct Install {
-  std::string version;  // directory name, "3.11.7"
-  std::string libpython;
-};
-
-// <root>/versions/3.<minor>.*/lib/libpython3.<minor>.so.1.0, sorted by name.
-std::vector<Install> installs_of(const std::string& root, int minor) {
-  std::vector<Install> found;
-  const std::string prefix = "3." + std::to_string(minor) + ".";
-  std::error_code ec;
-  for (fs::directory_iterator it(fs::path(root) / "versions", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const fs::path lib = it->path() / "lib" / ("libpython3." + std::to_string(minor) + ".so.1.0");
-    if (fs::is_regular_file(lib, ec)) found.push_back({name, lib.string()});
-  }
-  std::sort(found.begin(), found.end(), [](const Install& a, const Install& b) { return a.version < b.version; });
-  return found;
-}
+using gilspy::testing::ci_strict;
+using gilspy::testing::Install;
+using gilspy::testing::installs_of;
+using gilspy::testing::pyenv_root;
 
 uint32_t le32(const std::vector<uint8_t>& bytes) {
   uint32_t v = 0;
