@@ -1,4 +1,6 @@
 // `gilspy info -p PID`: one look at a running interpreter: version, where its GIL is, who holds it, who waits.
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +24,14 @@ std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 int run_info(const InfoOptions& o) {
   sampler::RemoteMemoryReader reader(o.pid);
-  const auto in = sampler::attach(o.pid, reader, {.timeout_s = o.wait_s, .retry_interval_s = 0.01});
+  // A python executable that has not mapped libpython yet is waited for too; anything else is refused at once.
+  char exe[4096] = {};
+  const std::string exe_link = "/proc/" + std::to_string(o.pid) + "/exe";
+  const ssize_t n = ::readlink(exe_link.c_str(), exe, sizeof exe - 1);
+  const std::string exe_name = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+  const bool looks_like_python = exe_name.find("/python") != std::string::npos;
+  const auto in = sampler::attach(
+      o.pid, reader, {.timeout_s = o.wait_s, .retry_interval_s = 0.01, .wait_for_python = looks_like_python});
   sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
   std::vector<sampler::ThreadRef> threads(sampler::ThreadWalker::kMaxThreads);
   bool truncated = false;

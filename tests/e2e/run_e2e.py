@@ -66,6 +66,29 @@ def scenario_info(gilspy, python):
         w.kill()
 
 
+def scenario_info_early(gilspy, python):
+    """info right after the process starts (no interpreter, no GIL yet): it retries until it can read them."""
+    for _ in range(3):
+        p = subprocess.Popen([python, os.path.join(WORKLOADS, "cpu_threads.py"), "3", "2"],
+                             env=dict(os.environ, PYTHONPATH=WORKLOADS))
+        try:
+            # Until exec, the child is a copy of this (Python) test driver: wait for the exec, not for Python.
+            target = os.path.realpath(python)
+            while p.poll() is None:
+                try:
+                    if os.readlink(f"/proc/{p.pid}/exe") == target:
+                        break
+                except OSError:
+                    pass
+            out = run_gilspy(gilspy, "info", "-p", p.pid, "--json", "--wait", 10, check_rc=0)
+            r = json.loads(out.stdout)
+            check(r["pid"] == p.pid and r["threads"], f"info on a fresh process found no threads: {r}")
+            check(r["locked"] in (0, 1), f"GIL not created yet but info answered: {r}")
+        finally:
+            p.kill()
+            p.wait()
+
+
 # --- issue 3: gilspy record ---------------------------------------------------------------------------------
 
 def check_cpu_and_sleeper(raw, roles):
@@ -350,6 +373,7 @@ def scenario_no_permission(gilspy, python):
 
 SCENARIOS = {
     "info": scenario_info,
+    "info_early": scenario_info_early,
     "record_launch": scenario_record_launch,
     "record_pid": scenario_record_pid,
     "long_c_call": scenario_long_c_call,
