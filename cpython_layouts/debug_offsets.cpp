@@ -63,6 +63,10 @@ std::optional<DebugOffsets> decode_debug_offsets(std::span<const uint8_t> b) {
                                                   "(it supports CPython " + supported_range() + ")");
 }
 
+size_t runtime_head_size(const elf::PyVersion& version) {
+  return version.at_least(3, 13) ? kDebugOffsetsReadSize : 0;
+}
+
 Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> runtime_head) {
   if (version.major == 3 && version.minor < 13) return layout_for(version);
   const auto debug = decode_debug_offsets(runtime_head);

@@ -27,6 +27,10 @@ struct DebugOffsets {
   std::optional<uint64_t> gc_collecting;     // 3.14
 };
 
+// How many bytes of _PyRuntime resolve_layout() needs for this version: kDebugOffsetsReadSize where the runtime
+// starts with _Py_DebugOffsets (3.13+), 0 before.
+size_t runtime_head_size(const elf::PyVersion& version);
+
 // nullopt when the bytes do not start with the cookie (3.12 and older, or not the runtime at all).
 // Throws Error(kUnsupportedVersion) when the cookie is there but the version's struct is unknown.
 std::optional<DebugOffsets> decode_debug_offsets(std::span<const uint8_t> runtime_head);

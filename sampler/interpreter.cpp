@@ -21,11 +21,9 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   in.pid = pid;
   in.binary = binary;
 
-  // The runtime's first bytes hold _Py_DebugOffsets from 3.13 on; older runtimes are larger than this anyway.
-  std::vector<uint8_t> head(layouts::kDebugOffsetsReadSize);
-  if (binary.version.at_least(3, 13)) {
-    reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
-  }
+  // The runtime's first bytes hold _Py_DebugOffsets where the version publishes them.
+  std::vector<uint8_t> head(layouts::runtime_head_size(binary.version));
+  if (!head.empty()) reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
   in.layout = layouts::resolve_layout(binary.version, head);
   const auto& l = in.layout;
 
