@@ -27,17 +27,9 @@ def monotonic_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-def pyenv_root():
-    root = os.environ.get("GILSPY_PYENV_ROOT")
-    if root:
-        return root
-    try:
-        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return os.path.expanduser("~/.pyenv")
+# One way to find pyenv for the tests and the bench: the e2e harness's.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "e2e"))
+from harness import pyenv_root  # noqa: E402
 
 
 def find_python(spec):

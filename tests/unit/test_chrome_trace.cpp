@@ -3,6 +3,8 @@
 // recovered recording, and the errors.
 #include <doctest/doctest.h>
 
+#include "unit/raw_records.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -247,17 +249,7 @@ raw::Meta meta_for(int64_t pid, int64_t rank, int64_t realtime_ns) {
   return m;
 }
 
-raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0,
-                std::string name = {}) {
-  raw::Record r;
-  r.kind = k;
-  r.tid = tid;
-  r.ts = ts;
-  r.dur = dur;
-  r.n = n;
-  r.name = std::move(name);
-  return r;
-}
+using gilspy::testing::rec;
 
 // A plausible recording: threads that wait, hold and release in turn, one at a time holding; records written
 // in the order their intervals end (so threads interleave out of time order, as the recorder writes them).

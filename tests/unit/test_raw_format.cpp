@@ -2,6 +2,8 @@
 // byte, and rejection (kBadInput, naming the file) of what is not a raw recording.
 #include <doctest/doctest.h>
 
+#include "unit/raw_records.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,17 +62,7 @@ raw::Meta sample_meta() {
   return m;
 }
 
-raw::Record rec(raw::RecordKind k, int64_t tid, int64_t ts, int64_t dur = 0, uint64_t n = 0,
-                std::string name = {}) {
-  raw::Record r;
-  r.kind = k;
-  r.tid = tid;
-  r.ts = ts;
-  r.dur = dur;
-  r.n = n;
-  r.name = std::move(name);
-  return r;
-}
+using gilspy::testing::rec;
 
 // One record of every kind (F is written by finish()), with values that differ from field to field.
 std::vector<raw::Record> sample_records() {
