@@ -65,13 +65,13 @@ def skip_missing(name, looked_at):
 class Workload:
     """A workload script started directly (for -p tests); waits for its readiness line on a FIFO."""
 
-    def __init__(self, python, script, *args, timeout=30):
+    def __init__(self, python, script, *args, timeout=30, env=None):
         self.dir = tempfile.mkdtemp(prefix="gilspy-e2e-")
         self.ready_path = os.path.join(self.dir, "ready")
         self.report_path = os.path.join(self.dir, "report.json")
         os.mkfifo(self.ready_path)
         env = dict(os.environ, GILSPY_TEST_READY=self.ready_path, GILSPY_TEST_REPORT=self.report_path,
-                   PYTHONPATH=WORKLOADS)
+                   PYTHONPATH=WORKLOADS, **(env or {}))
         self.proc = subprocess.Popen([python, os.path.join(WORKLOADS, script), *map(str, args)], env=env)
         self.info = self._wait_ready(timeout)
 

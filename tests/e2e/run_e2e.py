@@ -153,6 +153,35 @@ def scenario_record_pid(gilspy, python):
         w.kill()
 
 
+def scenario_record_multi(gilspy, python):
+    """Two processes in one recording (-p A,B), one with RANK=3; then both merged on one timeline."""
+    a = Workload(python, "cpu_threads.py", 30, 2)
+    b = Workload(python, "cpu_threads.py", 30, 3, env={"RANK": "3"})
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        run_gilspy(gilspy, "record", "-p", f"{a.pid},{b.pid}", "-d", 2, "-o", d, check_rc=0)
+        files = {w: os.path.join(d, f"GIL_{w.pid}_rank_{rank}.json") for w, rank in ((a, 0), (b, 3))}
+        for w, path in files.items():
+            check(os.path.exists(path), f"no {os.path.basename(path)} in {sorted(os.listdir(d))}")
+            raw = Raw(path)
+            cpu = set(w.info["cpu"])
+            check(cpu <= set(raw.threads), f"pid {w.pid}: threads {sorted(raw.threads)} miss CPU threads {cpu}")
+            check(set(t for t, _, _ in raw.holds) <= set(raw.threads), f"pid {w.pid}: a hold of an unknown thread")
+            total = sum(raw.thread(t)["hold_share"] for t in cpu)
+            check(total > 0.8, f"pid {w.pid}: its CPU threads held the GIL only {total:.0%} of the time")
+            assert_no_overlapping_holds(raw)
+            check_trace(path.replace(".json", ".trace.json"), raw)
+        merged = os.path.join(d, "merged.trace.json")
+        run_gilspy(gilspy, "convert", "-i", files[a], "-i", files[b], "-o", merged, check_rc=0)
+        doc = json.load(open(merged))
+        procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+        check(set(procs) == {a.pid, b.pid}, f"merged trace has processes {procs}")
+        check("rank 3" in procs[b.pid], f"process name {procs[b.pid]!r} does not say rank 3")
+    finally:
+        a.kill()
+        b.kill()
+
+
 def scenario_long_c_call(gilspy, python):
     d = tempfile.mkdtemp(prefix="gilspy-rec-")
     report = os.path.join(d, "report.json")
@@ -376,6 +405,7 @@ SCENARIOS = {
     "info_early": scenario_info_early,
     "record_launch": scenario_record_launch,
     "record_pid": scenario_record_pid,
+    "record_multi": scenario_record_multi,
     "long_c_call": scenario_long_c_call,
     "churn": scenario_churn,
     "target_exits": scenario_target_exits,
