@@ -5,6 +5,7 @@ INTERPRETER is pyenv-3.8 ... pyenv-3.13, debian-3.11, or none (scenarios that ne
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -390,7 +391,12 @@ def scenario_no_permission(gilspy, python):
     p = subprocess.Popen([python, os.path.join(WORKLOADS, "sleeper.py"), "30"])
     try:
         time.sleep(0.5)
-        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", gilspy, "info", "-p", str(p.pid)]
+        # The checkout may live where uid 65534 cannot reach (/root/...): run a world-readable copy.
+        copy_dir = tempfile.mkdtemp(prefix="gilspy-bin-")
+        os.chmod(copy_dir, 0o755)
+        binary = shutil.copy(gilspy, os.path.join(copy_dir, "gilspy"))
+        os.chmod(binary, 0o755)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary, "info", "-p", str(p.pid)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         if "setpriv:" in out.stderr:
             raise Failure(f"cannot run gilspy as an unprivileged user: {out.stderr.strip()}")
@@ -398,6 +404,22 @@ def scenario_no_permission(gilspy, python):
     finally:
         p.kill()
         p.wait()
+
+
+def scenario_python_api(gilspy, python):
+    """The Python API records the process it runs in: start, 2 CPU threads, stop."""
+    d = tempfile.mkdtemp(prefix="gilspy-api-")
+    out = subprocess.run([python, os.path.join(WORKLOADS, "python_api.py"), d], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, GILSPY_BIN=gilspy, PYTHONPATH=WORKLOADS))
+    check(out.returncode == 0, f"python_api.py exited {out.returncode}: {out.stderr}")
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    raw = Raw(info["files"]["raw"])
+    check(raw.meta["pid"] == info["pid"], f"recorded pid {raw.meta['pid']}, expected {info['pid']}")
+    check(raw.summary["stop_reason"] == "SIGINT", f"stop reason {raw.summary['stop_reason']}")
+    for tid in info["cpu"]:
+        check(raw.thread(tid)["holds"] > 10, f"CPU thread {tid}: only {raw.thread(tid)['holds']} holds recorded")
+    assert_no_overlapping_holds(raw)
+    check_trace(info["files"]["trace"], raw)
 
 
 SCENARIOS = {
@@ -417,6 +439,7 @@ SCENARIOS = {
     "old_python": scenario_old_python,
     "exiting": scenario_exiting,
     "no_permission": scenario_no_permission,
+    "python_api": scenario_python_api,
 }
 
 if __name__ == "__main__":
