@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 
 #include "cli/commands.hpp"
@@ -15,6 +16,9 @@ std::vector<int> parse_pid_list(const std::string& text) {
     const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), pid);
     if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || pid <= 0) {
       throw Error(ErrorKind::kUsage, "\"" + part + "\" is not a process id (expected PID or PID,PID,...)");
+    }
+    if (std::find(pids.begin(), pids.end(), pid) != pids.end()) {
+      throw Error(ErrorKind::kUsage, "process " + part + " is listed twice");
     }
     pids.push_back(pid);
     if (comma == std::string::npos) break;

@@ -178,7 +178,6 @@ int run_record(const RecordOptions& o) {
   std::optional<int> child_status;
   std::vector<std::unique_ptr<Target>> targets;
 
-  // Ignore terminal signals while attaching; the Asio signal_set takes them over below.
   if (launch_mode) {
     child = launch(o.command);
     auto t = std::make_unique<Target>();

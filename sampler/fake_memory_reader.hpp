@@ -21,6 +21,7 @@ class FakeMemoryReader final : public MemoryReader {
   void write(uint64_t addr, const void* data, size_t len) {
     std::memcpy(locate(addr, len), data, len);
   }
+  void unmap(uint64_t addr) { segments_.erase(addr); }
   void set_gone(bool gone) { gone_ = gone; }
   size_t reads() const { return reads_; }
 

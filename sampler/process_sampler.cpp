@@ -152,10 +152,18 @@ bool ProcessSampler::poll(int64_t t_now) {
     return false;
   }
   if (got == 0) {
-    // The GIL is unreadable: the interpreter is being torn down. Treat a second failure in a row as the end.
+    // The GIL is unreadable: the interpreter is being torn down while the process lives on. A moment of that
+    // is tolerated; a whole unreadable second ends this target like an exit (intervals closed at the last
+    // good poll), instead of recording nothing for ever.
     counters_.failed_reads.fetch_add(1, std::memory_order_relaxed);
+    if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
+    if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
+      finish(started_ ? t_prev_ : t_now);
+      return false;
+    }
     return true;
   }
+  unreadable_since_ns_ = -1;
   counters_.polls.fetch_add(1, std::memory_order_relaxed);
   const GilSample g = decode_gil(gil_bytes_.data(), interp_.layout.gil);
   if (!started_) {
@@ -172,8 +180,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   //    or time. A thread state freed and reused by a new thread can become the holder again without moving
   //    last_holder or switch_number, which is why the last holder's identity is read at every poll.
   bool dirty = got < nregions || (watching && watched_word_ != tracks_[watched_].identity);
+  int last = find_track(g.last_holder);  // the last holder's track; the holder's when the GIL is locked
   if (!dirty && g.last_holder != 0) {
-    const int last = find_track(g.last_holder);
     if (last < 0) {
       dirty = true;
     } else if (last != watched_) {
@@ -187,8 +195,9 @@ bool ProcessSampler::poll(int64_t t_now) {
   if (dirty || periodic) {
     rewalk(t_mid);
     last_walk_ns_ = t_now;
+    last = find_track(g.last_holder);  // slots may have changed
   }
-  const int holder = find_track(g.holder());
+  const int holder = g.locked == 1 ? last : -1;
   if (g.holder() != 0 && holder < 0) counters_.unknown_holder_polls.fetch_add(1, std::memory_order_relaxed);
 
   // 3. Hand-offs: switch_number counts every take by a different thread; we saw one if a new holder is there.
@@ -227,7 +236,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     }
   }
   if (g.waiters != prev_.waiters) emit(EventType::kWaiters, 0, t_now, 0, g.waiters);
-  watched_ = find_track(g.last_holder);
+  watched_ = last;
   prev_ = g;
   t_prev_ = t_now;
   return true;

@@ -102,6 +102,8 @@ class ProcessSampler {
   std::vector<uint16_t> active_;        // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;  // kMaxThreads
   std::array<ReadRegion, 2> regions_;
+  static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
+  int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int watched_ = -1;            // the track whose identity word each poll reads (the last holder)
   uint64_t watched_word_ = 0;
   std::vector<uint8_t> gil_bytes_;

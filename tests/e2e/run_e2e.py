@@ -343,6 +343,8 @@ def scenario_bad_pid(gilspy, python):
     out = run_gilspy(gilspy, "record", "-p", "12,abc", "-d", 1)
     one_line_error(out, "abc")
     check(out.returncode == 2, f"a malformed PID list is a usage error (2), got {out.returncode}")
+    out = run_gilspy(gilspy, "record", "-p", "12,12", "-d", 1)
+    one_line_error(out, "twice")
     out = run_gilspy(gilspy, "record", "-d", 1)
     one_line_error(out, "-p")
     out = run_gilspy(gilspy, "record", "-o", tempfile.mkdtemp(), "--", "/nonexistent/python3", "x.py")

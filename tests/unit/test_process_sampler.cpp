@@ -375,3 +375,27 @@ TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread
   for (const auto& e : drain(q)) ends_100 += (e.type == EventType::kThreadEnd && e.tid == 100) ? 1 : 0;
   CHECK(ends_100 == 1);  // only at the end of the recording
 }
+
+TEST_CASE("sampler: a GIL that stays unreadable for a second ends the target; a short gap does not") {
+  FakeTarget t;
+  t.tids = {100};
+  t.set_threads({0});
+  ScriptedTasks tasks;
+  EventQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  CHECK(s.poll(1'000'000));
+  t.mem.unmap(kGil);
+  CHECK(s.poll(2'000'000));
+  CHECK(s.poll(500'000'000));
+  t.mem.map(kGil, 0x1000);
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  CHECK(s.poll(600'000'000));  // readable again: the run of failures starts over
+  t.mem.unmap(kGil);
+  CHECK(s.poll(700'000'000));
+  CHECK(s.poll(1'600'000'000));
+  CHECK_FALSE(s.poll(1'700'000'000));
+  const auto holds = intervals(drain(q), EventType::kHold);
+  REQUIRE(!holds.empty());
+  CHECK(holds.back().end == 600'000'000);  // closed at the last poll that read the GIL
+}
