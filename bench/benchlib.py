@@ -153,7 +153,9 @@ class Gilspy:
 
     def __init__(self, gilspy, pid, rate, busy=False, duration=None, extra=(), prefix=()):
         self.dir = tempfile.mkdtemp(prefix="gilspy-bench-")
-        args = [*prefix, gilspy, "record", "-p", str(pid), "-r", str(rate), "--no-trace", "-o", self.dir, "-q", "--no-status"]
+        args = [*prefix, gilspy, "record", "-p", str(pid), "--no-trace", "-o", self.dir, "-q", "--no-status"]
+        if rate:  # None or 0: gilspy's default (adaptive) schedule
+            args += ["-r", str(rate)]
         if busy:
             args.append("--busy")
         if duration:

@@ -260,7 +260,8 @@ def main():
     ap.add_argument("--workloads", default="a,b,c,d")
     ap.add_argument("--window", type=float, default=3.0, help="seconds compared")
     ap.add_argument("--lead", type=float, default=0.5, help="seconds from bpftrace's attach to the window")
-    ap.add_argument("--rate", type=float, default=10000, help="gilspy's poll rate (its default: 10000)")
+    ap.add_argument("--rate", type=float, default=0, help="gilspy's fixed poll rate (default: gilspy's own default, "
+                    "the adaptive schedule)")
     ap.add_argument("--busy", action="store_true", help="gilspy --busy")
     ap.add_argument("--gilspy", default=benchlib.default_gilspy())
     ap.add_argument("--prefix", default="", help="command words before gilspy, e.g. 'chrt -f 10' (real-time "

@@ -251,7 +251,9 @@ int run_record(const RecordOptions& o) {
   }
   // The poll loop on its own thread; everything else on this one.
   sampler::PollLoop loop(
-      {.rate_hz = o.rate_hz, .duration_s = o.duration_s, .busy = o.busy, .realtime = o.realtime}, queue);
+      {.rate_hz = o.rate_hz, .adaptive = o.adaptive && !o.busy, .placement = o.placement, .duration_s = o.duration_s, .busy = o.busy,
+       .realtime = o.realtime},
+      queue);
   std::atomic<bool> stop{false};
   std::atomic<bool> loop_done{false};
   sampler::StopReason reason = sampler::StopReason::kStopped;
@@ -324,6 +326,9 @@ int run_record(const RecordOptions& o) {
     fig.missed = lc.missed.load();
     fig.max_lateness_ns = lc.max_lateness_ns.load();
     fig.poller_scheduling = sampler::to_string(lc.scheduling.load());
+    fig.poll_mode = o.busy ? "busy" : o.adaptive ? "adaptive" : "fixed";
+    fig.dense_polls = lc.dense_polls.load();
+    fig.placement_moves = lc.placement_moves.load();
     fig.dropped_events = queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();

@@ -46,9 +46,18 @@ void print_target_summary(const raw::Writer&, int pid, int64_t rank, const std::
                trace_path);
   }
   if (quiet) return;
-  fmt::print("  {} polls at {:.0f} Hz (asked {:.0f}), {} late, {} missed, poll thread {}; GIL busy {:.1f} %\n",
-             summary.polls(), seconds > 0 ? static_cast<double>(summary.polls()) / seconds : 0.0, rate_asked,
-             loop.late, loop.missed, loop.poller_scheduling, 100 * summary.gil_busy_share());
+  const double mean_rate = seconds > 0 ? static_cast<double>(summary.polls()) / seconds : 0.0;
+  if (loop.poll_mode == "adaptive") {
+    fmt::print("  {} polls, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs ({:.0f} % of polls); {} late, "
+               "{} missed, poll thread {}; GIL busy {:.1f} %\n",
+               summary.polls(), mean_rate, rate_asked,
+               summary.polls() > 0 ? 100.0 * static_cast<double>(loop.dense_polls) / summary.polls() : 0.0, loop.late,
+               loop.missed, loop.poller_scheduling, 100 * summary.gil_busy_share());
+  } else {
+    fmt::print("  {} polls at {:.0f} Hz ({} {:.0f}), {} late, {} missed, poll thread {}; GIL busy {:.1f} %\n",
+               summary.polls(), mean_rate, loop.poll_mode, rate_asked, loop.late, loop.missed,
+               loop.poller_scheduling, 100 * summary.gil_busy_share());
+  }
   fmt::print("  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %)\n",
              summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
   if (loop.dropped_events > 0) {

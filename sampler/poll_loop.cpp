@@ -1,5 +1,7 @@
 #include "sampler/poll_loop.hpp"
 
+#include "sampler/poller_placement.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -74,12 +76,18 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
     counters_.scheduling = PollerScheduling::kNice;
   }
   const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
+  PollSchedule schedule({.dense_ns = period, .adaptive = options_.adaptive, .sparse_max_ns = options_.sparse_max_ns});
+  PollerPlacement placement(options_.placement);
+  constexpr int64_t kPlacementRecheckNs = 10'000'000;  // holders also move between CPUs without a hand-off
+  int64_t next_placement_check = 0;
   const int64_t start = monotonic_ns();
   const int64_t end = options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
   counters_.start_ns = start;
   int64_t deadline = start;
   int64_t next_stats = start + 1'000'000'000;
   std::vector<bool> live(samplers.size(), true);  // before the loop: the loop itself never allocates
+  std::vector<int> holder_cpus(samplers.size(), -1);
+  int64_t step = period;
   size_t live_count = samplers.size();
 
   StopReason reason = StopReason::kStopped;
@@ -96,7 +104,8 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
       break;
     }
     const int64_t lateness = now - deadline;
-    if (lateness > period / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
+    if (lateness > step / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
+    if (step == period) counters_.dense_polls.fetch_add(1, std::memory_order_relaxed);
     if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed)) counters_.max_lateness_ns = lateness;
     for (size_t i = 0; i < samplers.size(); ++i) {
       if (live[i] && !samplers[i]->poll(now)) {
@@ -114,13 +123,28 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
       emit_stats(samplers, now);
       next_stats += 1'000'000'000;
     }
-    deadline += period;
+    schedule.begin_tick();
+    bool changed = false;
+    for (size_t i = 0; i < samplers.size(); ++i) {
+      if (!live[i]) continue;
+      const PollActivity& a = samplers[i]->activity();
+      schedule.add(a, now);
+      changed = changed || a.last_change_ns == now;
+    }
+    if ((changed || now >= next_placement_check) && placement.due(now)) {
+      for (size_t i = 0; i < samplers.size(); ++i) holder_cpus[i] = live[i] ? samplers[i]->holder_cpu() : -1;
+      placement.update(holder_cpus, now);
+      counters_.placement_moves.store(placement.moves(), std::memory_order_relaxed);
+      next_placement_check = now + kPlacementRecheckNs;
+    }
+    step = schedule.next_step(now);
+    deadline += step;
     const int64_t after = monotonic_ns();
-    if (after - deadline >= period) {
-      // We ran over whole periods: skip those deadlines, and say so.
-      const int64_t skipped = (after - deadline) / period;
+    if (after - deadline >= step) {
+      // We ran over whole steps: skip those deadlines, and say so.
+      const int64_t skipped = (after - deadline) / step;
       counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
-      deadline += skipped * period;
+      deadline += skipped * step;
     }
   }
   const int64_t t_end = std::min(monotonic_ns(), end);

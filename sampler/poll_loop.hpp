@@ -12,7 +12,10 @@
 namespace gilspy::sampler {
 
 struct PollLoopOptions {
-  double rate_hz = 10000;
+  double rate_hz = 10000;  // adaptive: the rate while something may change; fixed: the rate
+  bool adaptive = true;    // poll densely only around changes (poll_schedule.hpp); false: a fixed rate
+  int64_t sparse_max_ns = 2'000'000;  // adaptive: the longest step while the GIL's state is steady
+  bool placement = true;   // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core
   int64_t spin_ns = 0;    // when sleeping: wake this early and spin the rest (sharper deadlines, more CPU)
@@ -39,6 +42,8 @@ struct LoopCounters {
   std::atomic<int64_t> last_ns{0};
   std::atomic<int64_t> max_lateness_ns{0};
   std::atomic<PollerScheduling> scheduling{PollerScheduling::kNormal};  // what the poll thread got
+  std::atomic<uint64_t> dense_polls{0};      // ticks on the dense period (all of them at a fixed rate)
+  std::atomic<uint64_t> placement_moves{0};  // times the poll thread changed CPUs to avoid a holder
 };
 
 int64_t monotonic_ns();

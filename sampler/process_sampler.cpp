@@ -1,14 +1,22 @@
 #include "sampler/process_sampler.hpp"
 
+#include <algorithm>
+
 #include "elfutils/error.hpp"
 
 namespace gilspy::sampler {
 
 ProcTaskStateSource::ProcTaskStateSource(pid_t pid, uint64_t gil_addr, const layouts::GilLayout& gil)
-    : pid_(pid), gil_addr_(gil_addr), gil_(gil), files_(ThreadWalker::kMaxThreads) {}
+    : pid_(pid), gil_addr_(gil_addr), gil_(gil), files_(ThreadWalker::kMaxThreads), stats_(ThreadWalker::kMaxThreads) {}
 
-void ProcTaskStateSource::thread_added(size_t slot, int32_t tid) { files_[slot].open(pid_, tid); }
-void ProcTaskStateSource::thread_removed(size_t slot) { files_[slot].close(); }
+void ProcTaskStateSource::thread_added(size_t slot, int32_t tid) {
+  files_[slot].open(pid_, tid);
+  stats_[slot].reset(pid_, tid);
+}
+void ProcTaskStateSource::thread_removed(size_t slot) {
+  files_[slot].close();
+  stats_[slot].reset(0, 0);
+}
 TaskState ProcTaskStateSource::read(size_t slot) { return files_[slot].read(gil_addr_, gil_); }
 
 ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks,
@@ -28,6 +36,10 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
 
 size_t ProcessSampler::thread_count() const {
   return active_.size();
+}
+
+int ProcessSampler::holder_cpu() {
+  return holder_ >= 0 && tracks_[holder_].active ? tasks_.cpu(static_cast<size_t>(holder_)) : -1;
 }
 
 int ProcessSampler::find_track(uint64_t tstate) const {
@@ -52,6 +64,7 @@ void ProcessSampler::emit(EventType type, int32_t tid, int64_t ts, int64_t dur, 
 void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == role) return;
   if (at < t.since_ns) at = t.since_ns;
+  if (t.role == GilRole::kHolding || role == GilRole::kHolding) holding_changed_ = true;
   if (t.role == GilRole::kHolding) emit(EventType::kHold, t.ref.tid, t.since_ns, at - t.since_ns);
   if (t.role == GilRole::kWaiting) emit(EventType::kWait, t.ref.tid, t.since_ns, at - t.since_ns);
   t.role = role;
@@ -175,6 +188,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     emit(EventType::kWaiters, 0, t_now, 0, g.waiters);  // the counter starts with a value, then changes
   }
   const int64_t t_mid = t_prev_ + (t_now - t_prev_) / 2;
+  holding_changed_ = false;
 
   // 2. Thread list upkeep: a vanished or reused thread state (its identity word changed), an unknown holder,
   //    or time. A thread state freed and reused by a new thread can become the holder again without moving
@@ -236,15 +250,46 @@ bool ProcessSampler::poll(int64_t t_now) {
     }
   }
   if (g.waiters != prev_.waiters) emit(EventType::kWaiters, 0, t_now, 0, g.waiters);
+  note_activity(g, delta, dirty, t_now, t_mid);
+  holder_ = holder;
   watched_ = last;
   prev_ = g;
   t_prev_ = t_now;
   return true;
 }
 
+void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid) {
+  const bool handoff = delta > 0 || g.last_holder != prev_.last_holder;
+  activity_.expected_due_ns = activity_.switch_due_ns;
+  if (handoff) {
+    // How late forced switches come after the moment they are due (the woken waiter must get a CPU first):
+    // learnt, so the dense window sits where the switch happens.
+    const int64_t late = t_mid - activity_.switch_due_ns;
+    if (activity_.switch_due_ns >= 0 && late > -kDueLearnLimitNs && late < kDueLearnLimitNs) {
+      due_delay_ns_ += (std::max<int64_t>(0, late + due_delay_ns_) - due_delay_ns_) / 4;
+    }
+    last_handoff_ns_ = t_mid;
+  }
+  if (g.waiters == 0) {
+    waiters_since_ns_ = -1;
+  } else if (waiters_since_ns_ < 0) {
+    waiters_since_ns_ = t_mid;
+  }
+  // Doubtful waiters and unknown threads are resolved by polling again soon, like any change.
+  bool doubt = dirty || walk_incomplete_;
+  for (const uint16_t i : active_) doubt = doubt || tracks_[i].maybe_left_ns >= 0;
+  if (handoff || g.locked != prev_.locked || holding_changed_ || doubt) activity_.last_change_ns = t_now;
+  activity_.switch_due_ns = -1;
+  if (g.locked == 1 && g.waiters > 0) {
+    activity_.switch_due_ns =
+        std::max(last_handoff_ns_, waiters_since_ns_) + static_cast<int64_t>(g.interval_us) * 1000 + due_delay_ns_;
+  }
+}
+
 void ProcessSampler::finish(int64_t t_end) {
   if (gone_) return;
   gone_ = true;
+  holder_ = -1;
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);

@@ -11,6 +11,8 @@
 
 #include "sampler/events.hpp"
 #include "sampler/interpreter.hpp"
+#include "sampler/poll_schedule.hpp"
+#include "sampler/task_cpu.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"
 
@@ -23,6 +25,7 @@ class TaskStateSource {
   virtual void thread_added(size_t slot, int32_t tid) = 0;
   virtual void thread_removed(size_t slot) = 0;
   virtual TaskState read(size_t slot) = 0;
+  virtual int cpu(size_t /*slot*/) { return -1; }  // the CPU the thread last ran on; -1 unknown
 };
 
 class ProcTaskStateSource final : public TaskStateSource {
@@ -31,12 +34,14 @@ class ProcTaskStateSource final : public TaskStateSource {
   void thread_added(size_t slot, int32_t tid) override;
   void thread_removed(size_t slot) override;
   TaskState read(size_t slot) override;
+  int cpu(size_t slot) override { return stats_[slot].cpu(); }
 
  private:
   pid_t pid_;
   uint64_t gil_addr_;
   layouts::GilLayout gil_;
   std::vector<TaskSyscallFile> files_;
+  std::vector<TaskStatFile> stats_;
 };
 
 enum class GilRole : uint8_t { kReleased, kWaiting, kHolding };
@@ -69,8 +74,12 @@ class ProcessSampler {
 
   const SamplerCounters& counters() const { return counters_; }
   const GilSample& last_sample() const { return prev_; }
+  // What the last poll says about when the GIL's state may change next (for the adaptive schedule).
+  const PollActivity& activity() const { return activity_; }
   const Interpreter& interpreter() const { return interp_; }
   size_t thread_count() const;
+  // The CPU the GIL's holder last ran on (a /proc read); -1 when nobody holds it or it is unknown.
+  int holder_cpu();
   bool truncated_threads() const { return truncated_; }
 
  private:
@@ -87,6 +96,7 @@ class ProcessSampler {
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
   void emit(EventType type, int32_t tid, int64_t ts, int64_t dur = 0, uint64_t a = 0);
+  void note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid);
   void apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs, int64_t t_mid);
 
   Interpreter interp_;
@@ -104,11 +114,19 @@ class ProcessSampler {
   std::array<ReadRegion, 2> regions_;
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
+  int holder_ = -1;             // the holder's track at the last poll
   int watched_ = -1;            // the track whose identity word each poll reads (the last holder)
   uint64_t watched_word_ = 0;
   std::vector<uint8_t> gil_bytes_;
   bool truncated_ = false;
   bool walk_incomplete_ = false;
+
+  PollActivity activity_;
+  int64_t last_handoff_ns_ = 0;    // the last poll that saw the GIL change hands
+  int64_t waiters_since_ns_ = -1;  // when the GIL's cond last went from no waiters to some
+  int64_t due_delay_ns_ = 0;       // how long after a wait's timeout forced switches are seen, on average
+  static constexpr int64_t kDueLearnLimitNs = 3'000'000;
+  bool holding_changed_ = false;   // a thread started or stopped holding during this poll
 
   bool started_ = false;
   bool gone_ = false;

@@ -27,6 +27,9 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
   int64_t max_lateness_ns = 0;
   std::string poller_scheduling = "normal";
+  std::string poll_mode;     // "adaptive", "fixed" or "busy"; empty for a recovered file
+  uint64_t dense_polls = 0;  // polls on the peak rate's period (adaptive mode)
+  uint64_t placement_moves = 0;
   std::string stop_reason;
   bool threads_truncated = false;
 };

@@ -1,0 +1,119 @@
+// The adaptive poll schedule on synthetic activity, and the parsing behind the poll thread's placement.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "sampler/poll_schedule.hpp"
+#include "sampler/task_cpu.hpp"
+
+using namespace gilspy::sampler;
+
+namespace {
+constexpr int64_t kDense = 100'000;
+constexpr int64_t kMs = 1'000'000;
+
+ScheduleOptions options() {
+  return {.dense_ns = kDense, .adaptive = true, .linger_ns = kMs / 2, .sparse_max_ns = 2 * kMs,
+          .due_lead_ns = kMs / 2, .due_grace_ns = kMs};
+}
+
+// One tick: the activity of a single target seen at `now`; returns the step chosen.
+int64_t tick(PollSchedule& s, const PollActivity& a, int64_t now) {
+  s.begin_tick();
+  s.add(a, now);
+  return s.next_step(now);
+}
+}  // namespace
+
+TEST_CASE("schedule: a fixed schedule always steps by the period") {
+  ScheduleOptions o = options();
+  o.adaptive = false;
+  PollSchedule s(o);
+  for (int64_t now = 0; now < 10 * kMs; now += kDense) CHECK(tick(s, {}, now) == kDense);
+}
+
+TEST_CASE("schedule: a steady GIL backs off by doubling up to the ceiling") {
+  PollSchedule s(options());
+  int64_t now = 0;
+  std::vector<int64_t> steps;
+  for (int i = 0; i < 8; ++i) {
+    steps.push_back(tick(s, {}, now));
+    now += steps.back();
+  }
+  CHECK(steps[0] == 2 * kDense);
+  CHECK(steps[1] == 4 * kDense);
+  CHECK(steps[2] == 8 * kDense);
+  CHECK(steps[3] == 16 * kDense);
+  CHECK(steps[4] == 2 * kMs);
+  CHECK(steps[7] == 2 * kMs);
+}
+
+TEST_CASE("schedule: an unexpected change is polled densely for the linger time, then backs off") {
+  PollSchedule s(options());
+  int64_t now = 0;
+  for (int i = 0; i < 6; ++i) now += tick(s, {}, now);  // sparse by now
+  PollActivity a;
+  a.last_change_ns = now;
+  CHECK(tick(s, a, now) == kDense);
+  const int64_t changed_at = now;
+  now += kDense;
+  while (now < changed_at + kMs / 2) {
+    CHECK(tick(s, a, now) == kDense);
+    now += kDense;
+  }
+  CHECK(tick(s, a, now) == 2 * kDense);
+}
+
+TEST_CASE("schedule: polls densely around a forced switch that is due, and never sleeps past the window") {
+  PollSchedule s(options());
+  PollActivity a;
+  a.switch_due_ns = 5 * kMs;
+  int64_t now = 0;
+  int64_t last_sparse_end = 0;
+  while (now < a.switch_due_ns - kMs / 2) {
+    const int64_t step = tick(s, a, now);
+    last_sparse_end = now + step;
+    now += step;
+  }
+  CHECK(last_sparse_end == now);
+  CHECK(now == a.switch_due_ns - kMs / 2);  // the last sparse step was cut to land on the window's start
+  for (; now < a.switch_due_ns + kMs; now += kDense) CHECK(tick(s, a, now) == kDense);
+  // A holder that never drops (a long C call): past the grace period the schedule backs off again.
+  CHECK(tick(s, a, now) == 2 * kDense);
+}
+
+TEST_CASE("schedule: expected forced switches keep the ceiling; surprises halve it, quiet steps restore it") {
+  PollSchedule s(options());
+  int64_t now = 0;
+  for (int i = 0; i < 6; ++i) now += tick(s, {}, now);
+  REQUIRE(s.ceiling() == 2 * kMs);
+
+  // A change found on a sparse poll inside the window of the switch that was expected: not a surprise.
+  PollActivity expected;
+  expected.last_change_ns = now;
+  expected.expected_due_ns = now;
+  tick(s, expected, now);
+  CHECK(s.surprises() == 0);
+  CHECK(s.ceiling() == 2 * kMs);
+
+  for (int i = 0; i < 6; ++i) now += tick(s, {}, now);
+  PollActivity surprise;
+  surprise.last_change_ns = now;  // a change nobody expected, found after a long step
+  tick(s, surprise, now);
+  CHECK(s.surprises() == 1);
+  CHECK(s.ceiling() == kMs);
+
+  // Quiet steps at the ceiling raise it again, up to the maximum.
+  for (int i = 0; i < 40; ++i) now += tick(s, {}, now + kMs);
+  CHECK(s.ceiling() == 2 * kMs);
+}
+
+TEST_CASE("task cpu: the processor field is read after the command name, whatever the name holds") {
+  std::string fields;
+  for (int f = 3; f <= 52; ++f) fields += " " + std::to_string(f == 39 ? 7 : f);
+  CHECK(parse_stat_processor("1234 (python3)" + fields) == 7);
+  CHECK(parse_stat_processor("1234 (a) b (c) 9 9)" + fields) == 7);  // spaces and parentheses in the name
+  CHECK(parse_stat_processor("1234 (python3) R 1 2") == -1);         // cut short
+  CHECK(parse_stat_processor("garbage") == -1);
+}
