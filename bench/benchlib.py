@@ -119,6 +119,10 @@ class Workload:
                 self.result = obj["result"]
         self._ready_ev.set()
 
+    def helper_cpu_ns(self):
+        """CPU time of the workload's helper processes (none here; the server's load generator)."""
+        return 0
+
     def counts_at(self, t_ns, after=True):
         """The progress sample nearest t_ns: the first at or after it (after=True) or the last at or before."""
         with self._lock:
@@ -166,6 +170,16 @@ class ServerWorkload(Workload):
         while time.monotonic() < deadline and not (self.progress and self.progress[-1][-1] > 0):
             time.sleep(0.05)
 
+    def helper_cpu_ns(self):
+        """CPU time the load generator (its main process and client processes) has used so far."""
+        pids = [self.load.pid]
+        try:
+            with open(f"/proc/{self.load.pid}/task/{self.load.pid}/children") as f:
+                pids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+        return sum(cpu_ns(p) or 0 for p in pids)
+
     def stop(self, timeout=30):
         if self.load.poll() is None:
             self.load.send_signal(signal.SIGTERM)
@@ -203,6 +217,14 @@ def cpu_ns(pid):
     except (OSError, ValueError):
         return None
     return total
+
+
+def machine_busy_ns():
+    """CPU time the whole machine has been busy (all CPUs, everything but idle and iowait), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal ...
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) * 1e9 / os.sysconf("SC_CLK_TCK")
 
 
 class Gilspy:

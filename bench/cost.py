@@ -88,6 +88,22 @@ def rates(wl, t_a, t_b):
     return {"rates": measure(wl, t_a, t_b), "rates_cpu": measure(wl, t_a, t_b, per_cpu=True)}
 
 
+def not_helpers_ns(wl):
+    """The machine's busy CPU time minus the workload's helpers' (the server's load generator): what the
+    foreign-load estimate starts from."""
+    return benchlib.machine_busy_ns() - wl.helper_cpu_ns()
+
+
+def foreign_load(wl, busy, t_a, t_b, tracer_cpu=0.0):
+    """Cores' worth of CPU used in [t_a, t_b] by neither the target nor the tracer: the other engineers' builds
+    and benchmarks on this machine (and this script, perf). busy: (machine busy ns at t_a, at t_b)."""
+    a, b = wl.counts_at(t_a, after=True), wl.counts_at(t_b, after=False)
+    if not a or not b or b[0] <= a[0]:
+        return None
+    target = (b[1] - a[1]) / (b[0] - a[0])
+    return max(0.0, (busy[1] - busy[0]) / (t_b - t_a) - target - tracer_cpu)
+
+
 def wait_progress(wl, t):
     # The progress printer is a Python thread: it may wait ~tens of ms for the GIL behind CPU-bound threads.
     deadline = time.monotonic() + 5
@@ -152,9 +168,13 @@ def phase_untraced(wl, args):
     pc = perf_start(args, wl.pid)
     t_a = benchlib.monotonic_ns() + int(SETTLE_S * 1e9)
     t_b = t_a + int(args.phase * 1e9)
-    time.sleep((t_b - benchlib.monotonic_ns()) / 1e9)
+    time.sleep(max(0.0, (t_a - benchlib.monotonic_ns()) / 1e9))
+    busy_a = not_helpers_ns(wl)
+    time.sleep(max(0.0, (t_b - benchlib.monotonic_ns()) / 1e9))
+    busy_b = not_helpers_ns(wl)
     wait_progress(wl, t_b)
-    return {**rates(wl, t_a, t_b), "perf": perf_stop(pc, t_a, t_b)}
+    return {**rates(wl, t_a, t_b), "perf": perf_stop(pc, t_a, t_b),
+            "foreign": foreign_load(wl, (busy_a, busy_b), t_a, t_b)}
 
 
 def timed_tracer(wl, args, pid, cpu_of):
@@ -164,10 +184,10 @@ def timed_tracer(wl, args, pid, cpu_of):
     t_a = benchlib.monotonic_ns() + int(GILSPY_SETTLE_S * 1e9)
     t_b = t_a + int(args.phase * 1e9)
     time.sleep(max(0.0, (t_a - benchlib.monotonic_ns()) / 1e9))
-    c_a, w_a = cpu_of(), benchlib.monotonic_ns()
+    c_a, w_a, busy_a = cpu_of(), benchlib.monotonic_ns(), not_helpers_ns(wl)
     time.sleep(max(0.0, (t_b - benchlib.monotonic_ns()) / 1e9))
-    c_b, w_b = cpu_of(), benchlib.monotonic_ns()
-    out = {"t_a": t_a, "t_b": t_b}
+    c_b, w_b, busy_b = cpu_of(), benchlib.monotonic_ns(), not_helpers_ns(wl)
+    out = {"t_a": t_a, "t_b": t_b, "busy": (busy_a, busy_b)}
     if c_a is not None and c_b is not None:
         out["cpu"] = (c_b - c_a) / (w_b - w_a)
     out["perf"] = perf_stop(pc, t_a, t_b)
@@ -180,7 +200,8 @@ def phase_gilspy(wl, args, extra):
     w = timed_tracer(wl, args, gs.proc.pid, gs.cpu_ns)
     gs.stop()
     wait_progress(wl, w["t_b"])
-    out = {**rates(wl, w["t_a"], w["t_b"]), **w, "rc": gs.rc}
+    out = {**rates(wl, w["t_a"], w["t_b"]), **w, "rc": gs.rc,
+           "foreign": foreign_load(wl, w["busy"], w["t_a"], w["t_b"], w.get("cpu", 0.0))}
     ru = gs.rusage
     out["cpu_life"] = (ru.ru_utime + ru.ru_stime) / ((gs.t_end - gs.t_start) / 1e9)
     path = gs.raw_path()
@@ -214,7 +235,8 @@ def phase_poller(wl, args, words):
     w = timed_tracer(wl, args, p.pid, lambda: benchlib.cpu_ns(p.pid))
     out_text = p.communicate()[0]
     wait_progress(wl, w["t_b"])
-    out = {**rates(wl, w["t_a"], w["t_b"]), **w}
+    out = {**rates(wl, w["t_a"], w["t_b"]), **w,
+           "foreign": foreign_load(wl, w["busy"], w["t_a"], w["t_b"], w.get("cpu", 0.0))}
     f = out_text.split()
     stats = dict(zip(f[0::2], f[1::2]))
     if "polls" in stats:
@@ -284,22 +306,29 @@ def role_sums(rates, roles):
     return out
 
 
-def analyse(run, key="rates"):
+def analyse(run, key="rates", max_foreign=None):
     """Per traced condition: ratio to the neighbouring untraced phases per role, and the condition's other
     figures (tracer CPU, summary fields, perf counts) as lists over the reps."""
     roles = run["roles"]
     phases = run["phases"]
     by_cond = {}
+    skipped = {}  # label -> pairs left out for foreign load
     for i, (label, res) in enumerate(phases):
         if label == "U" or not res.get(key):
             continue
-        base = [r[key] for r in (phases[i - 1][1], phases[i + 1][1] if i + 1 < len(phases) else {}) if r.get(key)]
+        neigh = [phases[i - 1][1], phases[i + 1][1] if i + 1 < len(phases) else {}]
+        base = [r[key] for r in neigh if r.get(key)]
         if not base:
+            continue
+        foreign = max((r.get("foreign") or 0.0) for r in neigh + [res])
+        if max_foreign is not None and foreign > max_foreign:
+            skipped[label] = skipped.get(label, 0) + 1
             continue
         base_roles = [role_sums(b, roles) for b in base]
         mine = role_sums(res[key], roles)
         ent = by_cond.setdefault(label, {"ratios": {}, "cpu": [], "hits": [], "notes": [], "summary": {},
-                                         "perf": {}, "perf_tracer": {}})
+                                         "perf": {}, "perf_tracer": {}, "foreign": []})
+        ent["foreign"].append(foreign)
         for role, v in mine.items():
             b = statistics.mean(br[role] for br in base_roles)
             ent["ratios"].setdefault(role, []).append(v / b if b else float("nan"))
@@ -326,7 +355,12 @@ def analyse(run, key="rates"):
         if lbl == "U":
             for k, v in (r.get("perf") or {}).items():
                 base_perf.setdefault(k, []).append(v)
-    return by_cond, base_mean, base_spread, steps, base_perf
+    for label, n in skipped.items():
+        by_cond.setdefault(label, {"ratios": {}, "cpu": [], "hits": [], "notes": [], "summary": {}, "perf": {},
+                                   "perf_tracer": {}, "foreign": []})["notes"].append(
+            f"{n} pair(s) left out: foreign load above {max_foreign:.2f} core")
+    base_foreign = [r["foreign"] for lbl, r in phases if lbl == "U" and r.get("foreign") is not None]
+    return by_cond, base_mean, base_spread, steps, base_perf, base_foreign
 
 
 def fmt_ratio(vals):
@@ -340,9 +374,9 @@ def med(vals, fmt="{:.0f}", scale=1.0):
     return fmt.format(scale * statistics.median(vals)) if vals else "-"
 
 
-def print_throughput(run):
-    by_cond, base_mean, base_spread, steps, base_perf = analyse(run, "rates")
-    by_cond_cpu = analyse(run, "rates_cpu")[0]
+def print_throughput(run, max_foreign=None):
+    by_cond, base_mean, base_spread, steps, base_perf, base_foreign = analyse(run, "rates", max_foreign)
+    by_cond_cpu = analyse(run, "rates_cpu", max_foreign)[0]
     roles = list(base_mean)
     unit = "requests/s" if run["workload"] == "server" else "iterations/s"
     print(f"\n== Throughput, Python {run['python']}, workload {run['workload']} "
@@ -354,6 +388,9 @@ def print_throughput(run):
     step_max = max((max(steps[r]) if steps[r] else 0) for r in roles)
     print(f"   untraced steadiness: spread (max/min - 1) {100 * spread:.1f} %; consecutive U phases differ by "
           f"median {100 * step:.1f} %, max {100 * step_max:.1f} %" + ("   NOISY (machine load?)" if spread > 0.05 else ""))
+    if base_foreign:
+        print(f"   foreign load (CPU used by neither target nor tracer: other jobs on the machine) in U phases: "
+              f"median {statistics.median(base_foreign):.2f} core, max {max(base_foreign):.2f}")
     if base_perf:
         print("   untraced, target per s: " + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in base_perf.items()))
     if run.get("load"):
@@ -365,7 +402,7 @@ def print_throughput(run):
     head = f"   {'CONDITION':<16}"
     for r in roles:
         head += f" {r + ' x' + str(run['roles'].count(r)) + ' wall':>24} {'cpu':>24}"
-    head += f" {'tracer CPU':>10} {'µs/poll':>7} {'Hz got':>7} {'Hz mean':>7} {'late':>6} {'probes/s':>8}"
+    head += f" {'foreign':>7} {'tracer CPU':>10} {'µs/poll':>7} {'Hz got':>7} {'Hz mean':>7} {'late':>6} {'probes/s':>8}"
     if have_perf:
         head += f" {'cs/s':>6} {'invol/s':>7} {'migr/s':>6} {'tracer cs/s':>11}"
     print(head)
@@ -381,7 +418,7 @@ def print_throughput(run):
         if ent["cpu"] and s.get("rate_achieved_hz"):
             per_poll = f"{1e6 * statistics.median(ent['cpu']) / max(1.0, statistics.median(s['rate_achieved_hz'])):.1f}"
         late = f"{100 * sum(s['late_polls']) / max(1, sum(s['polls'])):.1f}%" if s.get("polls") and s.get("late_polls") else "-"
-        line += (f" {cpu:>10} {per_poll:>7} {med(s.get('rate_achieved_hz')):>7} {med(s.get('rate_mean_hz')):>7}"
+        line += (f" {med(ent['foreign'], '{:.2f}'):>7} {cpu:>10} {per_poll:>7} {med(s.get('rate_achieved_hz')):>7} {med(s.get('rate_mean_hz')):>7}"
                  f" {late:>6} {med(ent['hits']):>8}")
         if have_perf:
             p, pt = ent["perf"], ent["perf_tracer"]
@@ -475,9 +512,17 @@ def main():
     ap.add_argument("--floor-rate", type=int, default=10000)
     ap.add_argument("--perf", action="store_true",
                     help="count the target's (and the tracer's) context switches and migrations per phase")
+    ap.add_argument("--max-foreign", type=float, default=None,
+                    help="leave out pairs in which other jobs used more than this many cores (e.g. 0.15)")
     ap.add_argument("--clients", type=int, default=4, help="server workload: load generator processes")
     ap.add_argument("--json-out")
+    ap.add_argument("--report", metavar="JSON", help="print the tables of an earlier --json-out file, measure nothing")
     args = ap.parse_args()
+    if args.report:
+        with open(args.report) as f:
+            for run in json.load(f)["throughput"]:
+                print_throughput(run, args.max_foreign)
+        return 0
     args.modes = parse_modes(args.modes)
     if args.rates is None:
         args.rates = "" if args.modes else "1000,10000,50000"
@@ -501,7 +546,7 @@ def main():
         if not args.sustain_only:
             for w in args.workloads.split(","):
                 run = throughput(python, w, args)
-                print_throughput(run)
+                print_throughput(run, args.max_foreign)
                 sys.stdout.flush()
                 out["throughput"].append(run)
         if not args.no_sustain:
