@@ -20,6 +20,7 @@ WORKLOAD_NAMES = {
     "c": "os.write loop + cpu",
     "d": "16 threads mixed",
     "cal": "1 os.write thread alone",
+    "server": "http.server, thread per request, loopback clients",
 }
 
 
@@ -82,8 +83,8 @@ def snapshot_gilspy(path, wait_s=120):
 class Workload:
     """One bench/workloads/gilwork.py process; stdout lines are parsed by a reader thread."""
 
-    def __init__(self, python, workload, seconds=600, progress=0.0, timeout=30):
-        args = [python, os.path.join(WORKLOADS, "gilwork.py"), workload, str(seconds)]
+    def __init__(self, python, workload, seconds=600, progress=0.0, timeout=30, script_args=None):
+        args = script_args or [python, os.path.join(WORKLOADS, "gilwork.py"), workload, str(seconds)]
         if progress:
             args += ["--progress", str(progress)]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -118,6 +119,10 @@ class Workload:
                 self.result = obj["result"]
         self._ready_ev.set()
 
+    def helper_cpu_ns(self):
+        """CPU time of the workload's helper processes (none here; the server's load generator)."""
+        return 0
+
     def counts_at(self, t_ns, after=True):
         """The progress sample nearest t_ns: the first at or after it (after=True) or the last at or before."""
         with self._lock:
@@ -148,10 +153,85 @@ class Workload:
             self.proc.wait()
 
 
+class ServerWorkload(Workload):
+    """workloads/server.py (thread per request) under load from workloads/loadgen.py, another process.
+    The server's own progress lines count the requests it answered (one "requests" role); the load generator's
+    count of completed requests and errors is kept in .load_result."""
+
+    def __init__(self, python, seconds=600, progress=0.0, clients=4, timeout=30):
+        super().__init__(python, "server", seconds, progress, timeout,
+                         script_args=[python, os.path.join(WORKLOADS, "server.py"), str(seconds)])
+        self.load = subprocess.Popen([python, os.path.join(WORKLOADS, "loadgen.py"), str(self.ready["port"]),
+                                      "--clients", str(clients), "--seconds", str(seconds), "--progress", "1"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.load_result = None
+        # Wait for the first answered requests, so that the first measured phase is already under load.
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (self.progress and self.progress[-1][-1] > 0):
+            time.sleep(0.05)
+
+    def helper_cpu_ns(self):
+        """CPU time the load generator (its main process and client processes) has used so far."""
+        pids = [self.load.pid]
+        try:
+            with open(f"/proc/{self.load.pid}/task/{self.load.pid}/children") as f:
+                pids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+        return sum(cpu_ns(p) or 0 for p in pids)
+
+    def stop(self, timeout=30):
+        if self.load.poll() is None:
+            self.load.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.load.communicate(timeout=timeout)
+            for line in out.decode(errors="replace").splitlines():
+                if line.startswith('{"result"'):
+                    self.load_result = json.loads(line)["result"]
+        except subprocess.TimeoutExpired:
+            self.load.kill()
+            self.load.wait()
+        return super().stop(timeout)
+
+    def kill(self):
+        if getattr(self, "load", None) is not None and self.load.poll() is None:
+            self.load.kill()
+            self.load.wait()
+        super().kill()
+
+
+def start_workload(python, workload, seconds=600, progress=0.0, clients=4):
+    if workload == "server":
+        return ServerWorkload(python, seconds, progress, clients)
+    return Workload(python, workload, seconds, progress)
+
+
+def cpu_ns(pid):
+    """CPU time (user + system, all live threads) process pid has used so far, from schedstat (ns); None if
+    it is gone."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError):
+        return None
+    return total
+
+
+def machine_busy_ns():
+    """CPU time the whole machine has been busy (all CPUs, everything but idle and iowait), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal ...
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
 class Gilspy:
     """`gilspy record -p PID` until stop() (SIGINT) or its -d; keeps the child's rusage."""
 
     def __init__(self, gilspy, pid, rate, busy=False, duration=None, extra=(), prefix=()):
+        """rate None: gilspy's own default (whatever the binary's default is), or what extra says."""
         self.dir = tempfile.mkdtemp(prefix="gilspy-bench-")
         args = [*prefix, gilspy, "record", "-p", str(pid), "--no-trace", "-o", self.dir, "-q", "--no-status"]
         if rate:  # None or 0: gilspy's default (adaptive) schedule
@@ -168,14 +248,7 @@ class Gilspy:
 
     def cpu_ns(self):
         """CPU time (user + system, all threads) the running gilspy has used so far, from schedstat (ns)."""
-        total = 0
-        try:
-            for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
-                with open(f"/proc/{self.proc.pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-        except (OSError, ValueError):
-            return None
-        return total
+        return cpu_ns(self.proc.pid)
 
     def stop(self, timeout=60):
         if self.proc.poll() is None and self.rc is None:
