@@ -7,17 +7,28 @@
 namespace gilspy::sampler {
 
 ProcTaskStateSource::ProcTaskStateSource(pid_t pid, uint64_t gil_addr, const layouts::GilLayout& gil)
-    : pid_(pid), gil_addr_(gil_addr), gil_(gil), files_(ThreadWalker::kMaxThreads), stats_(ThreadWalker::kMaxThreads) {}
+    : pid_(pid), gil_addr_(gil_addr), gil_(gil), files_(ThreadWalker::kMaxThreads),
+      tids_(ThreadWalker::kMaxThreads),
+      stats_(ThreadWalker::kMaxThreads) {}
 
+// The files are opened when first asked about: under thread churn (a server starting a thread per request)
+// most threads end before anyone needs to know where they sleep, and half of eager opens found them gone.
 void ProcTaskStateSource::thread_added(size_t slot, int32_t tid) {
-  files_[slot].open(pid_, tid);
+  files_[slot].close();
+  tids_[slot] = tid;
   stats_[slot].reset(pid_, tid);
 }
 void ProcTaskStateSource::thread_removed(size_t slot) {
   files_[slot].close();
+  tids_[slot] = 0;
   stats_[slot].reset(0, 0);
 }
-TaskState ProcTaskStateSource::read(size_t slot) { return files_[slot].read(gil_addr_, gil_); }
+TaskState ProcTaskStateSource::read(size_t slot) {
+  if (!files_[slot].is_open() && (tids_[slot] == 0 || !files_[slot].open(pid_, tids_[slot]))) {
+    return tids_[slot] == 0 ? TaskState::kUnknown : TaskState::kGone;
+  }
+  return files_[slot].read(gil_addr_, gil_);
+}
 
 ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks,
                                EventQueue& queue, uint16_t process_index, SamplerOptions options)

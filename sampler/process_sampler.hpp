@@ -40,7 +40,8 @@ class ProcTaskStateSource final : public TaskStateSource {
   pid_t pid_;
   uint64_t gil_addr_;
   layouts::GilLayout gil_;
-  std::vector<TaskSyscallFile> files_;
+  std::vector<TaskSyscallFile> files_;  // opened on first read
+  std::vector<int32_t> tids_;
   std::vector<TaskStatFile> stats_;
 };
 

@@ -2,9 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <string>
+
+#include "elfutils/error.hpp"
 
 namespace gilspy::sampler {
 
@@ -14,6 +18,18 @@ bool task_exists(pid_t pid, int32_t tid) {
   std::snprintf(path, sizeof path, "/proc/%d/task/%d", static_cast<int>(pid), static_cast<int>(tid));
   struct stat st;
   return ::stat(path, &st) == 0;
+}
+
+ThreadWalker::ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr)
+    : pid_(pid), layout_(layout), interp_addr_(interp_addr) {
+  const auto& ts = layout_.tstate;
+  const uint32_t offs[] = {ts.prev, ts.next, ts.interp, ts.thread_id, ts.native_thread_id.value_or(ts.thread_id)};
+  span_start_ = *std::min_element(std::begin(offs), std::end(offs));
+  span_size_ = *std::max_element(std::begin(offs), std::end(offs)) + 8 - span_start_;
+  if (span_size_ > kNodeSpan) {
+    throw Error(ErrorKind::kLayoutMismatch, "thread state fields span " + std::to_string(span_size_) + " bytes, more than " +
+                                          std::to_string(kNodeSpan) + " read per node");
+  }
 }
 
 uint64_t ThreadWalker::identity_addr(const ThreadRef& t) const {
@@ -40,15 +56,25 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
       if (truncated != nullptr) *truncated = true;
       break;
     }
-    uint64_t prev = 0, next = 0, interp = 0, thread_id = 0, native = 0;
-    std::array<ReadRegion, 5> regions = {ReadRegion{tstate + ts.prev, &prev, 8}, ReadRegion{tstate + ts.next, &next, 8},
-                                         ReadRegion{tstate + ts.interp, &interp, 8},
-                                         ReadRegion{tstate + ts.thread_id, &thread_id, 8},
-                                         ReadRegion{tstate + ts.native_thread_id.value_or(ts.thread_id), &native, 8}};
+    // The fields a walk needs lie within the first ~200 bytes of a thread state: one region per node (each
+    // region costs the kernel a page lookup, about as much as reading the bytes).
+    std::array<uint8_t, kNodeSpan> node;
+    const ReadRegion region{tstate + span_start_, node.data(), span_size_};
+    if (reader.read({&region, 1}) != 1) {
+      tstate = 1;  // not the end of the list: the walk is incomplete
+      break;
+    }
+    auto field = [&](uint32_t off) {
+      uint64_t v;
+      std::memcpy(&v, node.data() + (off - span_start_), sizeof v);
+      return v;
+    };
+    const uint64_t prev = field(ts.prev), next = field(ts.next), interp = field(ts.interp);
+    const uint64_t thread_id = field(ts.thread_id), native = field(ts.native_thread_id.value_or(ts.thread_id));
     // Each node must point back at the one we came from: a stale pointer into a freed (or reused) thread
     // state would otherwise end the walk early as if the list ended there.
-    if (reader.read(regions) != regions.size() || interp != interp_addr_ || prev != came_from) {
-      tstate = 1;  // not the end of the list: the walk is incomplete
+    if (interp != interp_addr_ || prev != came_from) {
+      tstate = 1;
       break;
     }
     ThreadRef& t = out[count++];

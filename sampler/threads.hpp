@@ -24,8 +24,7 @@ class ThreadWalker {
  public:
   static constexpr size_t kMaxThreads = 512;  // per process; more are counted, not followed
 
-  ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr)
-      : pid_(pid), layout_(layout), interp_addr_(interp_addr) {}
+  ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr);
 
   // Walks the thread list into `out` and returns how many were found (at most out.size(); `truncated` tells
   // if there were more). Never allocates. A thread state that cannot be read or whose `interp` does not point
@@ -47,6 +46,8 @@ class ThreadWalker {
   pid_t pid_;
   layouts::Layout layout_;
   uint64_t interp_addr_;
+  static constexpr uint32_t kNodeSpan = 256;  // bytes read per thread state; the table's offsets fit (checked)
+  uint32_t span_start_ = 0, span_size_ = 0;    // the part of a thread state a walk reads
   std::optional<uint32_t> pthread_tid_offset_;
   bool calibrated_ = false;
 };

@@ -6,6 +6,7 @@
 
 #include "sampler/poll_schedule.hpp"
 #include "sampler/task_cpu.hpp"
+#include "sampler/threads.hpp"
 
 using namespace gilspy::sampler;
 
@@ -116,4 +117,12 @@ TEST_CASE("task cpu: the processor field is read after the command name, whateve
   CHECK(parse_stat_processor("1234 (a) b (c) 9 9)" + fields) == 7);  // spaces and parentheses in the name
   CHECK(parse_stat_processor("1234 (python3) R 1 2") == -1);         // cut short
   CHECK(parse_stat_processor("garbage") == -1);
+}
+
+TEST_CASE("thread walker: every version's thread state fields fit the one region read per node") {
+  for (const char* v : {"3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0"}) {
+    CAPTURE(v);
+    const auto layout = gilspy::layouts::layout_for(*gilspy::elf::parse_version_text(v));
+    CHECK_NOTHROW(ThreadWalker(1, layout, 0x1000));
+  }
 }
