@@ -6,12 +6,19 @@ namespace gilspy::sampler {
 
 void PollSchedule::add(const PollActivity& a, int64_t now) {
   const bool changed = a.last_change_ns == now;
-  const bool expected = a.expected_due_ns >= 0 && in_due_window(a.expected_due_ns, now);
+  const bool expected = a.expected_due_ns >= 0 && now >= a.expected_due_ns - o_.due_lead_ns &&
+                        now < a.expected_due_ns + o_.due_grace_ns + o_.overdue_span_ns;
   // A forced switch that came when it was due needs no lingering: the next one is due an interval later.
   if (changed && !expected) linger_until_ = std::max(linger_until_, now + o_.linger_ns);
   if (changed && !expected && step_ > o_.dense_ns) surprise_ = true;
   if (now < linger_until_ || (a.switch_due_ns >= 0 && in_due_window(a.switch_due_ns, now))) active_ = true;
-  if (a.switch_due_ns >= 0 && a.switch_due_ns + o_.due_grace_ns > now) due_ = std::min(due_, a.switch_due_ns);
+  if (a.switch_due_ns >= 0) {
+    // Past the window the switch is overdue: the waiter that forces it re-armed its timer unseen, or the woken
+    // thread waits for a CPU. It comes within an interval; poll at a middling rate until then.
+    const int64_t overdue_from = a.switch_due_ns + o_.due_grace_ns;
+    if (now >= overdue_from && now < overdue_from + o_.overdue_span_ns) overdue_ = true;
+    if (overdue_from > now) due_ = std::min(due_, a.switch_due_ns);
+  }
 }
 
 int64_t PollSchedule::next_step(int64_t now) {
@@ -20,10 +27,11 @@ int64_t PollSchedule::next_step(int64_t now) {
     ++surprises_;
     ceiling_ = std::max(o_.dense_ns, ceiling_ / 2);
   } else if (step_ >= ceiling_ && step_ > o_.dense_ns) {
-    ceiling_ = std::min(o_.sparse_max_ns, ceiling_ + ceiling_ / 4);
+    ceiling_ = std::min(o_.sparse_max_ns, ceiling_ + ceiling_ / 8);
   }
   if (active_ || surprise_) return step_ = o_.dense_ns;
   step_ = std::min(step_ * 2, std::max(ceiling_, o_.dense_ns));
+  if (overdue_) step_ = std::min(step_, o_.overdue_step_ns);
   // Never sleep past the start of the dense window before a forced switch.
   if (due_ != INT64_MAX) {
     const int64_t until_window = due_ - o_.due_lead_ns - now;

@@ -7,11 +7,13 @@
 //   it began, and only a wait that began after the last hand-off can force the next one, so the next forced
 //   switch is due `interval` after the later of the last hand-off and the first waiter since (plus how late
 //   switches were seen after that moment so far: the sampler learns it);
+// - past that window the switch is overdue (the forcing waiter re-armed its timer unseen, or the woken thread
+//   waits for a CPU): steps of at most `overdue_step_ns` until it comes;
 // - otherwise the step doubles after every quiet poll, up to a ceiling.
 // The ceiling adapts to the workload: a change that a poll after a long step finds, outside the window of the
 // forced switch that was expected, is a surprise (a thread released or took the GIL on its own): it halves the
 // ceiling; every
-// quiet step at the ceiling raises it by a quarter, up to `sparse_max_ns`. CPU-bound threads that only switch
+// quiet step at the ceiling raises it by an eighth, up to `sparse_max_ns`. CPU-bound threads that only switch
 // when forced are polled sparsely; threads that sleep, do I/O or release the GIL in C calls keep the schedule
 // dense, where they need it. Any change returns to dense polling at once. Deadlines stay absolute: each is the
 // previous deadline plus the step chosen, so lateness is measured as before.
@@ -32,7 +34,9 @@ struct ScheduleOptions {
   int64_t linger_ns = 500'000;        // dense this long after a change
   int64_t sparse_max_ns = 2'000'000;  // the longest step while steady
   int64_t due_lead_ns = 500'000;      // dense from this long before a forced switch is due...
-  int64_t due_grace_ns = 1'000'000;   // ...until this long after (a holder in a long C call never drops)
+  int64_t due_grace_ns = 1'000'000;   // ...until this long after,
+  int64_t overdue_step_ns = 400'000;  // then at most this step...
+  int64_t overdue_span_ns = 5'000'000;  // ...for this long (a holder in a long C call never drops)
 };
 
 class PollSchedule {
@@ -43,6 +47,7 @@ class PollSchedule {
   void begin_tick() {
     active_ = false;
     surprise_ = false;
+    overdue_ = false;
     due_ = INT64_MAX;
   }
   // Once per live target per tick, after its poll at `now`.
@@ -63,6 +68,7 @@ class PollSchedule {
   bool active_ = false;
   int64_t linger_until_ = 0;
   bool surprise_ = false;
+  bool overdue_ = false;
   int64_t due_ = INT64_MAX;  // earliest forced switch due among the targets
   uint64_t surprises_ = 0;
 };
