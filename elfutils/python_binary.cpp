@@ -5,7 +5,8 @@
 #include <cctype>
 
 #include "elfutils/elf_image.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::elf {
 

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "base/error.hpp"
+
 namespace gilspy::sampler {
 
 int64_t monotonic_ns() {
@@ -45,23 +47,48 @@ void sleep_until(int64_t deadline_ns) {
 
 }  // namespace
 
-void PollLoop::emit_stats(std::span<ProcessSampler* const> samplers, int64_t now) {
-  for (size_t i = 0; i < samplers.size(); ++i) {
-    const ProcessSampler* s = samplers[i];
-    Event e;
-    e.type = EventType::kStats;
-    e.process = static_cast<uint16_t>(i);
-    e.ts_ns = now;
-    e.a = s->counters().polls.load(std::memory_order_relaxed);
-    e.b = counters_.late.load(std::memory_order_relaxed);
-    e.c = s->counters().handoffs_seen.load(std::memory_order_relaxed);
-    e.d = s->counters().handoffs_total.load(std::memory_order_relaxed);
-    e.dur_ns = static_cast<int64_t>(counters_.missed.load(std::memory_order_relaxed));
-    queue_.push(e);
+PollLoop::PollLoop(PollLoopOptions options, RecordQueue& queue) : options_(options), queue_(queue) {
+  targets_.reserve(options_.max_targets);
+  commands_.reserve(options_.max_targets);
+}
+
+void PollLoop::add(ProcessSampler& sampler) {
+  std::lock_guard lock(commands_mutex_);
+  if (targets_added_ >= options_.max_targets) {
+    throw Error(ErrorKind::kUsage, "too many targets for one recording (at most " +
+                                       std::to_string(options_.max_targets) + ")");
   }
+  ++targets_added_;
+  commands_.push_back({Command::Kind::kAddTarget, &sampler});  // capacity reserved: no allocation
+  commands_pending_.store(true, std::memory_order_release);
+}
+
+void PollLoop::take_commands() {
+  std::lock_guard lock(commands_mutex_);
+  for (const Command& c : commands_) {
+    switch (c.kind) {
+      case Command::Kind::kAddTarget:
+        targets_.push_back({c.sampler, true});  // at most max_targets, reserved: no allocation
+        ++live_count_;
+        break;
+    }
+  }
+  commands_.clear();  // keeps its capacity
+  commands_pending_.store(false, std::memory_order_relaxed);
+}
+
+void PollLoop::emit_stats(int64_t now) {
+  const uint64_t late = counters_.late.load(std::memory_order_relaxed);
+  const uint64_t missed = counters_.missed.load(std::memory_order_relaxed);
+  for (const Target& t : targets_) t.sampler->emit_stats(now, late, missed);
 }
 
 StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop) {
+  for (ProcessSampler* s : samplers) add(*s);
+  return run(stop);
+}
+
+StopReason PollLoop::run(const std::atomic<bool>& stop) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // 1 ns: the default 50 µs slack would blur a 100 µs period
   sched_param param{};
   param.sched_priority = sched_get_priority_min(SCHED_FIFO);
@@ -78,9 +105,8 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
   const int64_t end = options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
   counters_.start_ns = start;
   int64_t deadline = start;
-  int64_t next_stats = start + 1'000'000'000;
-  std::vector<bool> live(samplers.size(), true);  // before the loop: the loop itself never allocates
-  size_t live_count = samplers.size();
+  const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
+  int64_t next_stats = start + stats_period;
 
   StopReason reason = StopReason::kStopped;
   while (true) {
@@ -88,6 +114,7 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
       reason = StopReason::kStopped;
       break;
     }
+    if (commands_pending_.load(std::memory_order_acquire)) take_commands();
     if (!options_.busy) sleep_until(deadline - options_.spin_ns);
     int64_t now = monotonic_ns();
     while (now < deadline) now = monotonic_ns();  // busy mode, or the last spin_ns
@@ -98,21 +125,21 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
     const int64_t lateness = now - deadline;
     if (lateness > period / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
     if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed)) counters_.max_lateness_ns = lateness;
-    for (size_t i = 0; i < samplers.size(); ++i) {
-      if (live[i] && !samplers[i]->poll(now)) {
-        live[i] = false;
-        --live_count;
+    for (Target& t : targets_) {
+      if (t.live && !t.sampler->poll(now)) {
+        t.live = false;
+        --live_count_;
       }
     }
     counters_.polls.fetch_add(1, std::memory_order_relaxed);
     counters_.last_ns = now;
-    if (live_count == 0) {
+    if (live_count_ == 0 && options_.stop_when_targets_gone) {
       reason = StopReason::kTargetsGone;
       break;
     }
     if (now >= next_stats) {
-      emit_stats(samplers, now);
-      next_stats += 1'000'000'000;
+      emit_stats(now);
+      next_stats += stats_period;
     }
     deadline += period;
     const int64_t after = monotonic_ns();
@@ -124,8 +151,9 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
     }
   }
   const int64_t t_end = std::min(monotonic_ns(), end);
-  for (auto* s : samplers) s->finish(t_end);
-  emit_stats(samplers, t_end);
+  take_commands();  // a target added after the last tick still gets its end and its counters
+  for (const Target& t : targets_) t.sampler->finish(t_end);
+  emit_stats(t_end);
   counters_.last_ns = t_end;
   return reason;
 }
