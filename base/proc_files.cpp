@@ -60,7 +60,8 @@ std::string ptrace_permission_hint() {
   std::string scope = read_proc_file("/proc/sys/kernel/yama/ptrace_scope").value_or("?");
   if (const size_t nl = scope.find('\n'); nl != std::string::npos) scope.resize(nl);
   return "run gilspy as root, or as the target's user with CAP_SYS_PTRACE (sudo setcap cap_sys_ptrace+ep "
-         "$(which gilspy)); kernel.yama.ptrace_scope is " + scope;
+         "$(which gilspy)); kernel.yama.ptrace_scope is " +
+         scope;
 }
 
 std::string path_in_process(pid_t pid, const std::string& path) {

@@ -53,17 +53,20 @@ sampler::Interpreter attach_launched(pid_t child, sampler::RemoteMemoryReader& r
     int status = 0;
     if (::waitpid(child, &status, WNOHANG) == child) {
       *child_status = status;
-      throw Error(ErrorKind::kNoSuchProcess, program + " exited (status " + std::to_string(exit_status_of(status)) +
+      throw Error(ErrorKind::kNoSuchProcess, program + " exited (status " +
+                                                 std::to_string(exit_status_of(status)) +
                                                  ") before its Python interpreter could be found");
     }
     try {
-      return sampler::attach(child, reader, {.timeout_s = 0.05, .retry_interval_s = 0.0005, .wait_for_python = true});
+      return sampler::attach(child, reader,
+                             {.timeout_s = 0.05, .retry_interval_s = 0.0005, .wait_for_python = true});
     } catch (const Error& e) {
       const bool retry = e.kind() == ErrorKind::kNotPython || e.kind() == ErrorKind::kNotReady ||
                          e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kBadAddress;
       if (!retry) throw;
       if (sampler::monotonic_ns() >= deadline) {
-        throw Error(e.kind(), program + " (pid " + std::to_string(child) + ") did not start a Python interpreter within " +
+        throw Error(e.kind(), program + " (pid " + std::to_string(child) +
+                                  ") did not start a Python interpreter within " +
                                   fmt::format("{:g}", timeout_s) + " s: " + e.what());
       }
     }

@@ -1,6 +1,6 @@
 #pragma once
-// The raw-file sink of `gilspy record`: per target, GIL_<pid>_rank_<rank>.json (raw/raw_format.hpp) written as
-// the records come, its summary, and at the end the Chrome trace beside it.
+// The raw-file sink of `gilspy record`: per target, GIL_<pid>_rank_<rank>.json (raw/raw_format.hpp) written
+// as the records come, its summary, and at the end the Chrome trace beside it.
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,12 +24,13 @@ struct FinishedTarget {
 class RawFileSink final : public Sink {
  public:
   // `on_finished` is called per target once its files are complete (the end summary prints from it).
-  RawFileSink(std::string output_dir, bool write_trace, std::function<void(const FinishedTarget&)> on_finished);
+  RawFileSink(std::string output_dir, bool write_trace,
+              std::function<void(const FinishedTarget&)> on_finished);
   ~RawFileSink() override;
 
   void start(const SessionTarget& target) override;
   void record(const SessionTarget& target, const raw::Record& r) override;  // ThreadState is not stored
-  void stats(const LiveStats& live) override;                               // flushes: a killed run loses 50 ms
+  void stats(const LiveStats& live) override;  // flushes: a killed run loses 50 ms
   void finish(const SessionEnd& end) override;
 
  private:

@@ -33,9 +33,10 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
                         out.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", duration_s)};
   }
   if (out.reason == sampler::StopReason::kTargetsGone && duration_s > 0) {
-    return {1, fmt::format("the target exited after {:.2f} s, before the {:g} s asked; the files hold everything "
-                           "until then",
-                           out.elapsed_s, duration_s)};
+    return {
+        1, fmt::format("the target exited after {:.2f} s, before the {:g} s asked; the files hold everything "
+                       "until then",
+                       out.elapsed_s, duration_s)};
   }
   return {0, ""};
 }
@@ -49,10 +50,11 @@ int run_record(const RecordOptions& o) {
     throw Error(ErrorKind::kIo, "cannot write to the output directory " + o.output_dir +
                                     (ec ? ": " + ec.message() : ": permission denied"));
   }
-  Session session({.pids = o.pids,
-                   .command = o.command,
-                   .loop = {.rate_hz = o.rate_hz, .duration_s = o.duration_s, .busy = o.busy, .realtime = o.realtime},
-                   .attach_timeout_s = o.attach_timeout_s});
+  Session session(
+      {.pids = o.pids,
+       .command = o.command,
+       .loop = {.rate_hz = o.rate_hz, .duration_s = o.duration_s, .busy = o.busy, .realtime = o.realtime},
+       .attach_timeout_s = o.attach_timeout_s});
   RawFileSink files(o.output_dir, !o.no_trace,
                     [&](const FinishedTarget& done) { print_target_summary(done, o.rate_hz, o.quiet); });
   StatusLineSink status;
@@ -60,8 +62,9 @@ int run_record(const RecordOptions& o) {
   session.add_sink(files);
 
   if (!o.busy && o.rate_hz > 20000) {
-    fmt::print(stderr, "gilspy: note: a {:.0f} Hz poll period ({:.0f} us) is shorter than a sleeping timer keeps on "
-                       "most machines: expect late polls, or use --busy to spin\n",
+    fmt::print(stderr,
+               "gilspy: note: a {:.0f} Hz poll period ({:.0f} us) is shorter than a sleeping timer keeps on "
+               "most machines: expect late polls, or use --busy to spin\n",
                o.rate_hz, 1e6 / o.rate_hz);
   }
   const ExitDecision exit = exit_policy(session.run(), o.duration_s);

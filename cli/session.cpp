@@ -4,13 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <utility>  // boost 1.74 asio uses std::exchange without including it
-#include <boost/asio.hpp>
 #include <atomic>
+#include <boost/asio.hpp>
 #include <exception>
 #include <functional>
 #include <thread>
 #include <unordered_map>
+#include <utility>  // boost 1.74 asio uses std::exchange without including it
 
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
@@ -44,7 +44,8 @@ int64_t rank_of(pid_t pid) {
 }
 
 // "MainThread" for the main thread, "thread <tid>" (+ " (<comm>)" when the OS name says more) otherwise.
-std::string thread_display_name(int pid, int64_t tid, const std::string& comm, const std::string& process_comm) {
+std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
+                                const std::string& process_comm) {
   if (tid == pid) return "MainThread";
   std::string name = "thread " + std::to_string(tid);
   if (!comm.empty() && comm != process_comm) name += " (" + comm + ")";
@@ -89,7 +90,8 @@ void Session::Impl::attach() {
     child = launch(options.command);
     Target& t = add_target(child);
     try {
-      t.interp = attach_launched(child, *t.reader, options.attach_timeout_s, options.command[0], &child_status);
+      t.interp =
+          attach_launched(child, *t.reader, options.attach_timeout_s, options.command[0], &child_status);
     } catch (...) {
       if (!child_status) {
         ::kill(child, SIGTERM);
@@ -156,7 +158,9 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
 
 Session::~Session() = default;
 
-void Session::add_sink(Sink& sink) { impl_->sinks.push_back(&sink); }
+void Session::add_sink(Sink& sink) {
+  impl_->sinks.push_back(&sink);
+}
 
 std::vector<const SessionTarget*> Session::targets() const {
   std::vector<const SessionTarget*> out;
@@ -187,15 +191,16 @@ SessionOutcome Session::run() {
   });
 
   int stop_signal = 0;
-  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
-                                                                               int sig) {
-    if (ec) return;
-    stop_signal = sig;
-    stop = true;
-    // A terminal's Ctrl+C already reached the launched program (same process group); pass on the rest.
-    if (m.launch_mode() && !m.child_status && (sig != SIGINT || !::isatty(STDIN_FILENO))) ::kill(m.child, sig);
-    m.signals.async_wait(on_signal);  // a second Ctrl+C must not kill us half-way through writing
-  };
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        stop_signal = sig;
+        stop = true;
+        // A terminal's Ctrl+C already reached the launched program (same process group); pass on the rest.
+        if (m.launch_mode() && !m.child_status && (sig != SIGINT || !::isatty(STDIN_FILENO)))
+          ::kill(m.child, sig);
+        m.signals.async_wait(on_signal);  // a second Ctrl+C must not kill us half-way through writing
+      };
   m.signals.async_wait(on_signal);
 
   asio::steady_timer timer(m.io);
@@ -225,8 +230,8 @@ SessionOutcome Session::run() {
 
   const auto& lc = loop.counters();
   SessionEnd end;
-  end.stop_reason = main_error                                  ? "error"
-                    : stop_signal                               ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
+  end.stop_reason = main_error    ? "error"
+                    : stop_signal ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
                     : reason == sampler::StopReason::kDuration    ? "duration"
                     : reason == sampler::StopReason::kTargetsGone ? "target exited"
                                                                   : "stopped";

@@ -1,8 +1,8 @@
 #pragma once
 // A session: the targets (attached, or one launched program), a sampler per target, the poll loop on its own
-// thread, and on the calling thread a Boost.Asio loop (SIGINT/SIGTERM, the drain timer) that moves records from
-// the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end summary; `top`
-// = session + screen sink.
+// thread, and on the calling thread a Boost.Asio loop (SIGINT/SIGTERM, the drain timer) that moves records
+// from the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end summary;
+// `top` = session + screen sink.
 //
 //   Session session(options);        // takes over SIGINT/SIGTERM, attaches (or launches and attaches)
 //   session.add_sink(raw_files);     // any number, called in the order added
@@ -29,10 +29,10 @@ struct SessionOptions {
 // How a session ended, for the exit policy.
 struct SessionOutcome {
   sampler::StopReason reason = sampler::StopReason::kStopped;
-  int stop_signal = 0;             // SIGINT or SIGTERM when a signal stopped it
+  int stop_signal = 0;  // SIGINT or SIGTERM when a signal stopped it
   bool launched = false;
   std::optional<int> child_status;  // launch mode: the program's wait status, once it has been reaped
-  double elapsed_s = 0;            // recorded time
+  double elapsed_s = 0;             // recorded time
 };
 
 class Session {

@@ -20,11 +20,11 @@ namespace gilspy::cli {
 struct SessionTarget {
   raw::TargetId id = 0;  // what its records are tagged with; never reused in a session
   pid_t pid = 0;
-  int64_t rank = 0;           // the target's RANK environment variable, else 0
-  std::string process_comm;   // /proc/PID/comm
-  std::string command;        // its command line (launch mode: the command given)
-  const sampler::Interpreter* interp = nullptr;        // version, binary, GIL address
-  const sampler::ProcessSampler* sampler = nullptr;    // live counters (atomics, safe to read any time)
+  int64_t rank = 0;                                  // the target's RANK environment variable, else 0
+  std::string process_comm;                          // /proc/PID/comm
+  std::string command;                               // its command line (launch mode: the command given)
+  const sampler::Interpreter* interp = nullptr;      // version, binary, GIL address
+  const sampler::ProcessSampler* sampler = nullptr;  // live counters (atomics, safe to read any time)
   // Session-wide, copied into each target so a sink needs nothing else to describe it:
   int64_t monotonic_ns = 0;  // the clock anchor: record times count from here (CLOCK_MONOTONIC)
   int64_t realtime_ns = 0;   // CLOCK_REALTIME read together with monotonic_ns
@@ -42,7 +42,8 @@ struct LiveStats {
 struct SessionEnd {
   std::string stop_reason;  // "duration", "SIGINT", "SIGTERM", "target exited", "stopped", "error"
   int64_t end_ns = 0;       // on the session's timeline
-  std::map<raw::TargetId, raw::LoopFigures> figures;  // per target: the poll loop's and its sampler's counters
+  std::map<raw::TargetId, raw::LoopFigures>
+      figures;  // per target: the poll loop's and its sampler's counters
 };
 
 class Sink {

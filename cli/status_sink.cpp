@@ -16,8 +16,8 @@ void StatusLineSink::stats(const LiveStats& live) {
     seen += t->sampler->counters().handoffs_seen.load();
     total += t->sampler->counters().handoffs_total.load();
   }
-  fmt::print(stderr, "\r\033[K[gilspy] {:.1f} s  polls {} ({:.0f}/s)  late {}  hand-offs seen {}/{}", elapsed, polls,
-             elapsed > 0 ? static_cast<double>(polls) / elapsed : 0.0, loop.late.load(), seen, total);
+  fmt::print(stderr, "\r\033[K[gilspy] {:.1f} s  polls {} ({:.0f}/s)  late {}  hand-offs seen {}/{}", elapsed,
+             polls, elapsed > 0 ? static_cast<double>(polls) / elapsed : 0.0, loop.late.load(), seen, total);
   std::fflush(stderr);
 }
 

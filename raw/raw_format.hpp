@@ -25,7 +25,8 @@
 //
 // Versions: format_version 1 is the only one so far; the reader accepts every version up to kFormatVersion,
 // says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
-// kind needs is read (fields are only appended), so new counters at the end of "S" need no new version.
+// kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
+// stored kind does (older readers reject unknown kinds).
 #include <cstdint>
 #include <cstdio>
 #include <functional>

@@ -59,14 +59,14 @@ void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {
 void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == role) return;
   if (at < t.since_ns) at = t.since_ns;
-  if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = at - t.since_ns});
-  if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = at - t.since_ns});
+  const int64_t dur = at - t.since_ns;
+  if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   t.role = role;
   t.since_ns = at;
 }
 
 void ProcessSampler::rewalk(int64_t t_mid) {
-  counters_.walks.fetch_add(1, std::memory_order_relaxed);
   bool complete = false;
   const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete);
   walk_incomplete_ = !complete && !truncated_;

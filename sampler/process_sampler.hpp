@@ -49,7 +49,6 @@ struct SamplerCounters {
   std::atomic<uint64_t> handoffs_seen{0};
   std::atomic<uint64_t> handoffs_total{0};
   std::atomic<uint64_t> task_reads{0};
-  std::atomic<uint64_t> walks{0};
   std::atomic<uint64_t> unknown_holder_polls{0};
 };
 
@@ -74,8 +73,6 @@ class ProcessSampler {
 
   raw::TargetId target() const { return target_; }
   const SamplerCounters& counters() const { return counters_; }
-  const GilSample& last_sample() const { return prev_; }
-  const Interpreter& interpreter() const { return interp_; }
   size_t thread_count() const;
   bool truncated_threads() const { return truncated_; }
 

@@ -11,9 +11,9 @@
 
 namespace gilspy::sampler {
 
-// Lock-free SPSC ring. Capacity is fixed at construction (the only allocation; slots are constructed only when
-// used, so the pages of a large queue stay unmapped until needed). Records are moved in and out: a record moved
-// into a slot never allocates (the sampler's ThreadStart carries an empty name).
+// Lock-free SPSC ring. Capacity is fixed at construction (the only allocation; slots are constructed only
+// when used, so the pages of a large queue stay unmapped until needed). Records are moved in and out: a
+// record moved into a slot never allocates (the sampler's ThreadStart carries an empty name).
 class RecordQueue {
  public:
   explicit RecordQueue(size_t capacity_pow2 = 1 << 16)
@@ -25,8 +25,8 @@ class RecordQueue {
   RecordQueue(const RecordQueue&) = delete;
   RecordQueue& operator=(const RecordQueue&) = delete;
 
-  // Producer. Returns false (and counts it) when full. Takes one alternative of raw::Record (Hold, Stats, ...),
-  // built in place in the slot.
+  // Producer. Returns false (and counts it) when full. Takes one alternative of raw::Record (Hold, Stats,
+  // ...), built in place in the slot.
   template <class Kind>
   bool push(raw::TargetId target, Kind&& record) {
     const size_t head = head_.load(std::memory_order_relaxed);
