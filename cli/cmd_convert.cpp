@@ -8,7 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "convert/chrome_trace.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::cli {
 namespace {

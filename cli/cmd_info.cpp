@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"

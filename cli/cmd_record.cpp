@@ -3,7 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/record_session.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::cli {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 #include "gilspy_version.hpp"
 
 int main(int argc, char** argv) {

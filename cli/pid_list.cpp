@@ -2,7 +2,7 @@
 #include <charconv>
 
 #include "cli/commands.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::cli {
 

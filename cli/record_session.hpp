@@ -1,6 +1,6 @@
 #pragma once
-// One `gilspy record` run: attach (or launch), poll on a dedicated thread, and on the main thread a Boost.Asio
-// loop that drains events into the raw files, shows the status line, and handles signals and the end.
+// One `gilspy record` run: a session (cli/session.hpp: attach or launch, poll, drain) into the raw-file sink and
+// the status line, the per-target summary at the end, and the exit policy.
 #include <sys/types.h>
 
 #include <string>

@@ -4,39 +4,18 @@
 
 namespace gilspy::cli {
 
-std::string thread_display_name(int pid, int64_t tid, const std::string& comm, const std::string& process_comm) {
-  if (tid == pid) return "MainThread";
-  std::string name = fmt::format("thread {}", tid);
-  if (!comm.empty() && comm != process_comm) name += " (" + comm + ")";
-  return name;
-}
-
-void print_status_line(const sampler::LoopCounters& loop, std::span<sampler::ProcessSampler* const> samplers) {
-  const double elapsed = static_cast<double>(loop.last_ns.load() - loop.start_ns.load()) / 1e9;
-  const uint64_t polls = loop.polls.load();
-  uint64_t seen = 0, total = 0;
-  for (const auto* s : samplers) {
-    seen += s->counters().handoffs_seen.load();
-    total += s->counters().handoffs_total.load();
-  }
-  fmt::print(stderr, "\r\033[K[gilspy] {:.1f} s  polls {} ({:.0f}/s)  late {}  hand-offs seen {}/{}", elapsed, polls,
-             elapsed > 0 ? static_cast<double>(polls) / elapsed : 0.0, loop.late.load(), seen, total);
-  std::fflush(stderr);
-}
-
-void clear_status_line() {
-  fmt::print(stderr, "\r\033[K");
-  std::fflush(stderr);
-}
-
 namespace {
 std::string ms(int64_t ns) { return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6); }
 }  // namespace
 
-void print_target_summary(const raw::Writer&, int pid, int64_t rank, const std::string& python_version,
-                          const std::string& raw_path, const std::string& trace_path,
-                          const raw::SummaryBuilder& summary, const raw::LoopFigures& loop, double rate_asked,
-                          bool quiet) {
+void print_target_summary(const FinishedTarget& done, double rate_asked, bool quiet) {
+  const int pid = done.target.pid;
+  const int64_t rank = done.target.rank;
+  const std::string python_version = done.target.interp->binary.version.text();
+  const std::string& raw_path = done.raw_path;
+  const std::string& trace_path = done.trace_path;
+  const raw::SummaryBuilder& summary = done.summary;
+  const raw::LoopFigures& loop = done.figures;
   const double seconds = static_cast<double>(summary.duration_ns()) / 1e9;
   fmt::print("gilspy: recorded pid {} (Python {}, rank {}) for {:.2f} s, stopped by {}\n", pid, python_version, rank,
              seconds, loop.stop_reason);

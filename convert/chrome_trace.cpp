@@ -11,12 +11,13 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 #include "gilspy_version.hpp"
-#include "sampler/summary.hpp"
+#include "raw/summary.hpp"
 
 namespace gilspy::convert {
 namespace {
@@ -157,10 +158,13 @@ raw::Meta read_meta(const std::string& path) {
   throw Error(ErrorKind::kBadInput, path + " is not a gilspy raw file: it has no \"meta\"");
 }
 
-json stats_json(const raw::Record& s) {
-  return {{"ts_ns", s.ts},           {"polls", s.polls},
-          {"late_polls", s.late},    {"missed_polls", s.missed},
-          {"handoffs_seen", s.seen}, {"handoffs_total", s.total}};
+json stats_json(const raw::Stats& s) {
+  return {{"ts_ns", s.ts},
+          {"polls", s.polls},
+          {"late_polls", s.late},
+          {"missed_polls", s.missed},
+          {"handoffs_seen", s.handoffs_seen},
+          {"handoffs_total", s.handoffs_total}};
 }
 
 // The second pass over one input: its events into the trace.
@@ -183,46 +187,28 @@ class InputConverter {
 
   void on_record(const raw::Record& r) {
     summary_.add(r);
-    switch (r.kind) {
-      case raw::RecordKind::kThread: {
-        Lane& l = lane(r.tid);
-        const std::string name = r.name.empty() ? fmt::format("thread {}", r.tid) : r.name;
-        if (!l.named || l.name != name) name_lane(r.tid, l, name);
-        break;
-      }
-      case raw::RecordKind::kHold:
-      case raw::RecordKind::kWait: {
-        Lane& l = lane(r.tid);
-        int64_t start = r.ts;
-        int64_t end = r.ts + r.dur;
-        if (start < l.last_end) {  // never happens with a well-formed file; a lane must not overlap itself
-          start = l.last_end;
-          ++report_.adjusted;
-        }
-        end = std::max(end, start);
-        l.last_end = end;
-        const bool hold = r.kind == raw::RecordKind::kHold;
-        out_.slice(hold ? "hold_gil" : "take_gil", pid_, r.tid, offset_ns_ + start, end - start);
-        if (hold) out_.instant("drop_gil", pid_, r.tid, offset_ns_ + end);
-        break;
-      }
-      case raw::RecordKind::kWaiters: {
-        int64_t ts = r.ts;
-        if (ts < last_counter_ns_) {
-          ts = last_counter_ns_;
-          ++report_.adjusted;
-        }
-        last_counter_ns_ = ts;
-        out_.counter("gil_waiters", pid_, offset_ns_ + ts, "waiters", r.n);
-        break;
-      }
-      case raw::RecordKind::kStats:
-        last_stats_ = r;
-        break;
-      case raw::RecordKind::kThreadEnd:
-      case raw::RecordKind::kEnd:
-        break;
-    }
+    std::visit(raw::overloaded{
+                   [&](const raw::ThreadStart& x) {
+                     Lane& l = lane(x.tid);
+                     const std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
+                     if (!l.named || l.name != name) name_lane(x.tid, l, name);
+                   },
+                   [&](const raw::Hold& x) { interval(true, x.tid, x.ts, x.dur); },
+                   [&](const raw::Wait& x) { interval(false, x.tid, x.ts, x.dur); },
+                   [&](const raw::Waiters& x) {
+                     int64_t ts = x.ts;
+                     if (ts < last_counter_ns_) {
+                       ts = last_counter_ns_;
+                       ++report_.adjusted;
+                     }
+                     last_counter_ns_ = ts;
+                     out_.counter("gil_waiters", pid_, offset_ns_ + ts, "waiters", x.n);
+                   },
+                   [&](const raw::Stats& x) { last_stats_ = x; },
+                   [](const raw::ThreadEnd&) {},
+                   [](const raw::ThreadState&) {},  // not in raw files; a live view's
+               },
+               r);
   }
 
   // After the input's last event: names for lanes no T record named; the input's entry for otherData.
@@ -262,6 +248,20 @@ class InputConverter {
   }
 
  private:
+  void interval(bool hold, int64_t tid, int64_t ts, int64_t dur) {
+    Lane& l = lane(tid);
+    int64_t start = ts;
+    int64_t end = ts + dur;
+    if (start < l.last_end) {  // never happens with a well-formed file; a lane must not overlap itself
+      start = l.last_end;
+      ++report_.adjusted;
+    }
+    end = std::max(end, start);
+    l.last_end = end;
+    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, end - start);
+    if (hold) out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
+  }
+
   struct Lane {
     std::string name;
     bool named = false;
@@ -291,7 +291,7 @@ class InputConverter {
   std::unordered_map<int64_t, Lane> lanes_;
   int64_t next_sort_index_ = 0;
   int64_t last_counter_ns_ = std::numeric_limits<int64_t>::min();
-  std::optional<raw::Record> last_stats_;
+  std::optional<raw::Stats> last_stats_;
   raw::SummaryBuilder summary_;
 };
 

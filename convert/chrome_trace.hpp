@@ -1,5 +1,5 @@
 #pragma once
-// Raw recordings (one file per target process, sampler/raw_format.hpp) to one Chrome Trace JSON file, the
+// Raw recordings (one file per target process, raw/raw_format.hpp) to one Chrome Trace JSON file, the
 // object form that chrome://tracing, Perfetto and PyTorch's profiler (Kineto) use:
 //
 //   {"traceEvents":[
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "sampler/raw_format.hpp"
+#include "raw/raw_format.hpp"
 
 namespace gilspy::convert {
 

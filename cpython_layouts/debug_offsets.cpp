@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::layouts {
 namespace {

@@ -81,7 +81,7 @@
 #include <string>
 
 #include "cpython_layouts/debug_offsets.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::layouts {
 namespace {

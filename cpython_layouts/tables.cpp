@@ -4,7 +4,7 @@
 #include <array>
 
 #include "cpython_layouts/layout.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::layouts {
 namespace {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::elf {
 

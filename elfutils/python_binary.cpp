@@ -5,7 +5,8 @@
 #include <cctype>
 
 #include "elfutils/elf_image.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::elf {
 
@@ -193,7 +194,8 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
   if (old_python) {
     throw Error(ErrorKind::kUnsupportedVersion,
                 "process " + std::to_string(pid) + " runs Python " + std::to_string(old_python->major) + "." +
-                    std::to_string(old_python->minor) + ", which gilspy does not support (3.8 to 3.14 are)");
+                    std::to_string(old_python->minor) +
+                    ", which gilspy does not support (3.8 to 3.13 are, and 3.14 through its _Py_DebugOffsets)");
   }
   std::string what = looked_at.empty() ? "no executable or library mapped" : "";
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;

@@ -2,7 +2,7 @@
 
 #include <time.h>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 #include "elfutils/python_binary.hpp"
 #include "sampler/poll_loop.hpp"
 

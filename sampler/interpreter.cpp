@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cpython_layouts/debug_offsets.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::sampler {
 

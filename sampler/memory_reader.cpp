@@ -7,8 +7,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "elfutils/error.hpp"
-#include "elfutils/proc_maps.hpp"
+#include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::sampler {
 
@@ -46,7 +46,7 @@ size_t RemoteMemoryReader::read(std::span<const ReadRegion> regions) {
       }
       if (err == EPERM || err == EACCES) {
         throw Error(ErrorKind::kPermission,
-                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + elf::ptrace_permission_hint());
+                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + ptrace_permission_hint());
       }
       return done;  // EFAULT: the first region is not mapped
     }

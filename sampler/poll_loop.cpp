@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "base/error.hpp"
+
 namespace gilspy::sampler {
 
 int64_t monotonic_ns() {
@@ -47,23 +49,48 @@ void sleep_until(int64_t deadline_ns) {
 
 }  // namespace
 
-void PollLoop::emit_stats(std::span<ProcessSampler* const> samplers, int64_t now) {
-  for (size_t i = 0; i < samplers.size(); ++i) {
-    const ProcessSampler* s = samplers[i];
-    Event e;
-    e.type = EventType::kStats;
-    e.process = static_cast<uint16_t>(i);
-    e.ts_ns = now;
-    e.a = s->counters().polls.load(std::memory_order_relaxed);
-    e.b = counters_.late.load(std::memory_order_relaxed);
-    e.c = s->counters().handoffs_seen.load(std::memory_order_relaxed);
-    e.d = s->counters().handoffs_total.load(std::memory_order_relaxed);
-    e.dur_ns = static_cast<int64_t>(counters_.missed.load(std::memory_order_relaxed));
-    queue_.push(e);
+PollLoop::PollLoop(PollLoopOptions options, RecordQueue& queue) : options_(options), queue_(queue) {
+  targets_.reserve(options_.max_targets);
+  commands_.reserve(options_.max_targets);
+}
+
+void PollLoop::add(ProcessSampler& sampler) {
+  std::lock_guard lock(commands_mutex_);
+  if (targets_added_ >= options_.max_targets) {
+    throw Error(ErrorKind::kUsage, "too many targets for one recording (at most " +
+                                       std::to_string(options_.max_targets) + ")");
   }
+  ++targets_added_;
+  commands_.push_back({Command::Kind::kAddTarget, &sampler});  // capacity reserved: no allocation
+  commands_pending_.store(true, std::memory_order_release);
+}
+
+void PollLoop::take_commands() {
+  std::lock_guard lock(commands_mutex_);
+  for (const Command& c : commands_) {
+    switch (c.kind) {
+      case Command::Kind::kAddTarget:
+        targets_.push_back({c.sampler, true});  // at most max_targets, reserved: no allocation
+        ++live_count_;
+        break;
+    }
+  }
+  commands_.clear();  // keeps its capacity
+  commands_pending_.store(false, std::memory_order_relaxed);
+}
+
+void PollLoop::emit_stats(int64_t now) {
+  const uint64_t late = counters_.late.load(std::memory_order_relaxed);
+  const uint64_t missed = counters_.missed.load(std::memory_order_relaxed);
+  for (const Target& t : targets_) t.sampler->emit_stats(now, late, missed);
 }
 
 StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop) {
+  for (ProcessSampler* s : samplers) add(*s);
+  return run(stop);
+}
+
+StopReason PollLoop::run(const std::atomic<bool>& stop) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // 1 ns: the default 50 µs slack would blur a 100 µs period
   sched_param param{};
   param.sched_priority = sched_get_priority_min(SCHED_FIFO);
@@ -84,11 +111,10 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
   const int64_t end = options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
   counters_.start_ns = start;
   int64_t deadline = start;
-  int64_t next_stats = start + 1'000'000'000;
-  std::vector<bool> live(samplers.size(), true);  // before the loop: the loop itself never allocates
-  std::vector<int> holder_cpus(samplers.size(), -1);
+  const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
+  int64_t next_stats = start + stats_period;
+  std::vector<int> holder_cpus(options_.max_targets, -1);  // before the loop: the loop never allocates
   int64_t step = period;
-  size_t live_count = samplers.size();
 
   StopReason reason = StopReason::kStopped;
   while (true) {
@@ -96,6 +122,7 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
       reason = StopReason::kStopped;
       break;
     }
+    if (commands_pending_.load(std::memory_order_acquire)) take_commands();
     if (!options_.busy) sleep_until(deadline - options_.spin_ns);
     int64_t now = monotonic_ns();
     while (now < deadline) now = monotonic_ns();  // busy mode, or the last spin_ns
@@ -107,33 +134,33 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
     if (lateness > step / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
     if (step == period) counters_.dense_polls.fetch_add(1, std::memory_order_relaxed);
     if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed)) counters_.max_lateness_ns = lateness;
-    for (size_t i = 0; i < samplers.size(); ++i) {
-      if (live[i] && !samplers[i]->poll(now)) {
-        live[i] = false;
-        --live_count;
+    for (Target& t : targets_) {
+      if (t.live && !t.sampler->poll(now)) {
+        t.live = false;
+        --live_count_;
       }
     }
     counters_.polls.fetch_add(1, std::memory_order_relaxed);
     counters_.last_ns = now;
-    if (live_count == 0) {
+    if (live_count_ == 0 && options_.stop_when_targets_gone) {
       reason = StopReason::kTargetsGone;
       break;
     }
     if (now >= next_stats) {
-      emit_stats(samplers, now);
-      next_stats += 1'000'000'000;
+      emit_stats(now);
+      next_stats += stats_period;
     }
     schedule.begin_tick();
     bool changed = false;
-    for (size_t i = 0; i < samplers.size(); ++i) {
-      if (!live[i]) continue;
-      const PollActivity& a = samplers[i]->activity();
+    for (const Target& t : targets_) {
+      if (!t.live) continue;
+      const PollActivity& a = t.sampler->activity();
       schedule.add(a, now);
       changed = changed || a.last_change_ns == now;
     }
     if ((changed || now >= next_placement_check) && placement.due(now)) {
-      for (size_t i = 0; i < samplers.size(); ++i) holder_cpus[i] = live[i] ? samplers[i]->holder_cpu() : -1;
-      placement.update(holder_cpus, now);
+      for (size_t i = 0; i < targets_.size(); ++i) holder_cpus[i] = targets_[i].live ? targets_[i].sampler->holder_cpu() : -1;
+      placement.update(std::span(holder_cpus).first(targets_.size()), now);
       counters_.placement_moves.store(placement.moves(), std::memory_order_relaxed);
       next_placement_check = now + kPlacementRecheckNs;
     }
@@ -148,8 +175,9 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
     }
   }
   const int64_t t_end = std::min(monotonic_ns(), end);
-  for (auto* s : samplers) s->finish(t_end);
-  emit_stats(samplers, t_end);
+  take_commands();  // a target added after the last tick still gets its end and its counters
+  for (const Target& t : targets_) t.sampler->finish(t_end);
+  emit_stats(t_end);
   counters_.last_ns = t_end;
   return reason;
 }

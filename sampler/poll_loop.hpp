@@ -1,13 +1,18 @@
 #pragma once
 // The poll loop: polls every target on absolute deadlines (CLOCK_MONOTONIC, TIMER_ABSTIME, timer slack lowered
-// so the kernel does not batch our wake-ups), counts late and missed polls instead of hiding them, and emits a
-// stats event per target about once a second so even a killed recording keeps its counters.
+// so the kernel does not batch our wake-ups), counts late and missed polls instead of hiding them, and at each
+// stats tick (1 s by default) has every target emit its counters and its threads' current state, so even a
+// killed recording keeps its counters and a live view can show holds that have not ended. Targets can be added
+// while it runs (whole-job recording finds processes as they start) through a small command queue that the
+// loop looks at, without locking, at the top of each tick.
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <span>
+#include <vector>
 
-#include "sampler/events.hpp"
 #include "sampler/process_sampler.hpp"
+#include "sampler/record_queue.hpp"
 
 namespace gilspy::sampler {
 
@@ -27,6 +32,9 @@ struct PollLoopOptions {
   // the loop runs as it is, and says which it got.
   bool realtime = true;
   int nice = -10;
+  double stats_period_s = 1.0;  // stats tick (a live view sets its refresh interval)
+  size_t max_targets = 256;     // the loop's target table is reserved up front: the loop never allocates
+  bool stop_when_targets_gone = true;  // false: keep polling (and taking new targets) when every target is gone
 };
 
 enum class PollerScheduling { kNormal, kNice, kRealtime };
@@ -51,17 +59,42 @@ int64_t realtime_ns();
 
 class PollLoop {
  public:
-  PollLoop(PollLoopOptions options, EventQueue& queue) : options_(options), queue_(queue) {}
-  // Runs on the calling thread until the duration passes, `stop` is set, or every sampler reports its target
-  // gone. Throws what a sampler throws (permission lost).
+  PollLoop(PollLoopOptions options, RecordQueue& queue);
+
+  // From any thread, before or while run() runs: the target is polled from the next tick on (its records carry
+  // sampler.target()). The caller keeps the sampler alive until run() has returned. Throws Error(kUsage) past
+  // options.max_targets targets.
+  void add(ProcessSampler& sampler);
+
+  // Runs on the calling thread until the duration passes, `stop` is set, or every target is gone (see
+  // stop_when_targets_gone). Throws what a sampler throws (permission lost).
+  StopReason run(const std::atomic<bool>& stop);
+  // add() each of `samplers`, then run().
   StopReason run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop);
   const LoopCounters& counters() const { return counters_; }
 
  private:
-  void emit_stats(std::span<ProcessSampler* const> samplers, int64_t now);
+  struct Command {
+    enum class Kind { kAddTarget } kind = Kind::kAddTarget;
+    ProcessSampler* sampler = nullptr;
+  };
+  struct Target {
+    ProcessSampler* sampler = nullptr;
+    bool live = true;
+  };
+  void take_commands();  // poll thread: moves queued commands into effect
+  void emit_stats(int64_t now);
+
   PollLoopOptions options_;
-  EventQueue& queue_;
+  RecordQueue& queue_;
   LoopCounters counters_;
+  std::vector<Target> targets_;  // poll thread only; capacity max_targets
+  size_t live_count_ = 0;
+
+  std::mutex commands_mutex_;
+  std::vector<Command> commands_;  // capacity max_targets: add() never reallocates
+  size_t targets_added_ = 0;       // under commands_mutex_
+  std::atomic<bool> commands_pending_{false};
 };
 
 }  // namespace gilspy::sampler

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::sampler {
 
@@ -31,12 +31,12 @@ TaskState ProcTaskStateSource::read(size_t slot) {
 }
 
 ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks,
-                               EventQueue& queue, uint16_t process_index, SamplerOptions options)
+                               RecordQueue& queue, raw::TargetId target, SamplerOptions options)
     : interp_(interp),
       reader_(reader),
       tasks_(tasks),
       queue_(queue),
-      process_index_(process_index),
+      target_(target),
       options_(options),
       walker_(interp.pid, interp.layout, interp.interp_addr),
       tracks_(ThreadWalker::kMaxThreads),
@@ -61,29 +61,36 @@ int ProcessSampler::find_track(uint64_t tstate) const {
   return -1;
 }
 
-void ProcessSampler::emit(EventType type, int32_t tid, int64_t ts, int64_t dur, uint64_t a) {
-  Event e;
-  e.type = type;
-  e.process = process_index_;
-  e.tid = tid;
-  e.ts_ns = ts;
-  e.dur_ns = dur;
-  e.a = a;
-  queue_.push(e);  // a full queue is counted by the queue itself
+template <class Kind>
+void ProcessSampler::emit(Kind&& record) {
+  queue_.push(target_, std::forward<Kind>(record));  // a full queue is counted by the queue itself
+}
+
+void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {
+  emit(raw::Stats{.ts = t_now,
+                  .polls = counters_.polls.load(std::memory_order_relaxed),
+                  .late = late,
+                  .missed = missed,
+                  .handoffs_seen = counters_.handoffs_seen.load(std::memory_order_relaxed),
+                  .handoffs_total = counters_.handoffs_total.load(std::memory_order_relaxed)});
+  for (const uint16_t i : active_) {
+    const Track& t = tracks_[i];
+    emit(raw::ThreadState{.tid = t.ref.tid, .ts = t_now, .role = t.role, .since = t.since_ns});
+  }
 }
 
 void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == role) return;
   if (at < t.since_ns) at = t.since_ns;
   if (t.role == GilRole::kHolding || role == GilRole::kHolding) holding_changed_ = true;
-  if (t.role == GilRole::kHolding) emit(EventType::kHold, t.ref.tid, t.since_ns, at - t.since_ns);
-  if (t.role == GilRole::kWaiting) emit(EventType::kWait, t.ref.tid, t.since_ns, at - t.since_ns);
+  const int64_t dur = at - t.since_ns;
+  if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   t.role = role;
   t.since_ns = at;
 }
 
 void ProcessSampler::rewalk(int64_t t_mid) {
-  counters_.walks.fetch_add(1, std::memory_order_relaxed);
   bool complete = false;
   const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete);
   walk_incomplete_ = !complete && !truncated_;
@@ -99,7 +106,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
     }
     if (!still) {
       set_role(t, GilRole::kReleased, t_mid);
-      emit(EventType::kThreadEnd, t.ref.tid, t_mid);
+      emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
       tasks_.thread_removed(i);
       t.active = false;
     }
@@ -116,7 +123,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
-      emit(EventType::kThreadStart, t.ref.tid, t_mid, 0, t.ref.tstate);
+      emit(raw::ThreadStart{.tid = t.ref.tid, .ts = t_mid, .tstate = t.ref.tstate, .name = {}});
       active_.push_back(static_cast<uint16_t>(i));  // capacity reserved: no allocation
       break;
     }
@@ -196,7 +203,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     started_ = true;
     rewalk(t_now);
     last_walk_ns_ = t_now;
-    emit(EventType::kWaiters, 0, t_now, 0, g.waiters);  // the counter starts with a value, then changes
+    emit(raw::Waiters{.ts = t_now, .n = g.waiters});  // the counter starts with a value, then changes
   }
   const int64_t t_mid = t_prev_ + (t_now - t_prev_) / 2;
   holding_changed_ = false;
@@ -260,7 +267,7 @@ bool ProcessSampler::poll(int64_t t_now) {
       set_role(t, GilRole::kReleased, t_mid);
     }
   }
-  if (g.waiters != prev_.waiters) emit(EventType::kWaiters, 0, t_now, 0, g.waiters);
+  if (g.waiters != prev_.waiters) emit(raw::Waiters{.ts = t_now, .n = g.waiters});
   note_activity(g, delta, dirty, t_now, t_mid);
   holder_ = holder;
   watched_ = last;
@@ -304,7 +311,7 @@ void ProcessSampler::finish(int64_t t_end) {
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);
-    emit(EventType::kThreadEnd, t.ref.tid, t_end);
+    emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_end});
     tasks_.thread_removed(i);
     t.active = false;
   }

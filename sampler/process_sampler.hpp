@@ -9,9 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "sampler/events.hpp"
+#include "raw/records.hpp"
 #include "sampler/interpreter.hpp"
 #include "sampler/poll_schedule.hpp"
+#include "sampler/record_queue.hpp"
 #include "sampler/task_cpu.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"
@@ -45,7 +46,7 @@ class ProcTaskStateSource final : public TaskStateSource {
   std::vector<TaskStatFile> stats_;
 };
 
-enum class GilRole : uint8_t { kReleased, kWaiting, kHolding };
+using raw::GilRole;
 
 // Counters another thread may read while the sampler runs (status line).
 struct SamplerCounters {
@@ -54,7 +55,6 @@ struct SamplerCounters {
   std::atomic<uint64_t> handoffs_seen{0};
   std::atomic<uint64_t> handoffs_total{0};
   std::atomic<uint64_t> task_reads{0};
-  std::atomic<uint64_t> walks{0};
   std::atomic<uint64_t> unknown_holder_polls{0};
 };
 
@@ -64,20 +64,23 @@ struct SamplerOptions {
 
 class ProcessSampler {
  public:
-  ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks, EventQueue& queue,
-                 uint16_t process_index, SamplerOptions options = {});
+  // Records go to `queue` tagged with `target`, the id the session gave this process.
+  ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks, RecordQueue& queue,
+                 raw::TargetId target, SamplerOptions options = {});
 
   // One poll at time `t_now` (CLOCK_MONOTONIC ns). Returns false once the process is gone; by then every open
   // interval has been closed. Throws Error(kPermission) (the only error that is not a normal end).
   bool poll(int64_t t_now);
   // Closes every open interval at `t_end` (end of the recording).
   void finish(int64_t t_end);
+  // A stats tick: this target's counters (with the poll loop's late and missed ticks), then where each live
+  // thread stands (ThreadState), so a live view can count the open part of a long hold.
+  void emit_stats(int64_t t_now, uint64_t late, uint64_t missed);
 
+  raw::TargetId target() const { return target_; }
   const SamplerCounters& counters() const { return counters_; }
-  const GilSample& last_sample() const { return prev_; }
   // What the last poll says about when the GIL's state may change next (for the adaptive schedule).
   const PollActivity& activity() const { return activity_; }
-  const Interpreter& interpreter() const { return interp_; }
   size_t thread_count() const;
   // The CPU the GIL's holder last ran on (a /proc read); -1 when nobody holds it or it is unknown.
   int holder_cpu();
@@ -96,15 +99,16 @@ class ProcessSampler {
   void rewalk(int64_t t_mid);
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
-  void emit(EventType type, int32_t tid, int64_t ts, int64_t dur = 0, uint64_t a = 0);
+  template <class Kind>
+  void emit(Kind&& record);  // one alternative of raw::Record
   void note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid);
   void apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs, int64_t t_mid);
 
   Interpreter interp_;
   MemoryReader& reader_;
   TaskStateSource& tasks_;
-  EventQueue& queue_;
-  uint16_t process_index_;
+  RecordQueue& queue_;
+  raw::TargetId target_;
   SamplerOptions options_;
   ThreadWalker walker_;
   SamplerCounters counters_;
@@ -134,8 +138,6 @@ class ProcessSampler {
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
-  int64_t last_stats_ns_ = 0;
-  uint64_t late_polls_ = 0;
 };
 
 }  // namespace gilspy::sampler

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::sampler {
 

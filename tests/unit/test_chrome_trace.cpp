@@ -3,7 +3,6 @@
 // recovered recording, and the errors.
 #include <doctest/doctest.h>
 
-#include "unit/raw_records.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -21,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/chrome_trace.hpp"
-#include "elfutils/error.hpp"
-#include "sampler/raw_format.hpp"
+#include "base/error.hpp"
+#include "raw/raw_format.hpp"
 
 namespace raw = gilspy::raw;
 namespace cv = gilspy::convert;
@@ -249,7 +248,6 @@ raw::Meta meta_for(int64_t pid, int64_t rank, int64_t realtime_ns) {
   return m;
 }
 
-using gilspy::testing::rec;
 
 // A plausible recording: threads that wait, hold and release in turn, one at a time holding; records written
 // in the order their intervals end (so threads interleave out of time order, as the recorder writes them).
@@ -266,13 +264,13 @@ Generated generate(uint32_t seed, int64_t pid, int threads, int handoffs) {
   std::vector<int64_t> tids;
   for (int i = 0; i < threads; ++i) tids.push_back(i == 0 ? pid : pid + 1 + i * 3);
   for (int i = 0; i < threads; ++i)
-    put(0, rec(raw::RecordKind::kThread, tids[i], 0, 0, 0x1000 + i, "t" + std::to_string(i)));
+    put(0, raw::ThreadStart{tids[i], 0, static_cast<uint64_t>(0x1000 + i), "t" + std::to_string(i)});
   std::vector<int64_t> free_at(threads, 0);  // when each thread's last interval ended
   int64_t now = 0;
   int holder = 0;
   for (int h = 0; h < handoffs; ++h) {
     const int64_t hold = std::uniform_int_distribution<int64_t>(0, 50'000)(rng);
-    put(now + hold, rec(raw::RecordKind::kHold, tids[holder], now, hold));
+    put(now + hold, raw::Hold{tids[holder], now, hold});
     ++g.holds;
     free_at[holder] = now + hold;
     const int64_t end = now + hold;
@@ -280,18 +278,17 @@ Generated generate(uint32_t seed, int64_t pid, int threads, int handoffs) {
     if (next != holder && free_at[next] < end) {
       // next waited from some point after its last interval until the hand-off
       const int64_t start = std::uniform_int_distribution<int64_t>(free_at[next], end)(rng);
-      put(end, rec(raw::RecordKind::kWait, tids[next], start, end - start));
+      put(end, raw::Wait{tids[next], start, end - start});
       ++g.waits;
-      put(start, rec(raw::RecordKind::kWaiters, 0, start, 0, 1));
-      put(end, rec(raw::RecordKind::kWaiters, 0, end, 0, 0));
+      put(start, raw::Waiters{start, 1});
+      put(end, raw::Waiters{end, 0});
     }
     holder = next;
     now = end + std::uniform_int_distribution<int64_t>(0, 3)(rng);
   }
-  for (int i = 0; i < threads; ++i) put(now + 1, rec(raw::RecordKind::kThreadEnd, tids[i], now + 1));
-  raw::Record s = rec(raw::RecordKind::kStats, 0, now + 1);
-  s.polls = 10;
-  s.seen = s.total = static_cast<uint64_t>(handoffs);
+  for (int i = 0; i < threads; ++i) put(now + 1, raw::ThreadEnd{tids[i], now + 1});
+  raw::Stats s{.ts = now + 1, .polls = 10, .late = 0, .missed = 0, .handoffs_seen = static_cast<uint64_t>(handoffs),
+               .handoffs_total = static_cast<uint64_t>(handoffs)};
   put(now + 1, s);
   std::stable_sort(pending.begin(), pending.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -478,11 +475,11 @@ TEST_CASE("convert: two ranks on different clocks are merged on the earliest rea
   const std::string a = dir / "GIL_2001_rank_1.json";
   const std::string b = dir / "GIL_2000_rank_0.json";
   write_raw(a, meta_for(2001, 1, rt1),
-            {rec(raw::RecordKind::kThread, 2001, 0, 0, 1, "MainThread (2001)"),
-             rec(raw::RecordKind::kHold, 2001, 1000, 500), rec(raw::RecordKind::kWaiters, 0, 1100, 0, 2)});
+            {raw::ThreadStart{2001, 0, 1, "MainThread (2001)"},
+             raw::Hold{2001, 1000, 500}, raw::Waiters{1100, 2}});
   write_raw(b, meta_for(2000, 0, rt0),
-            {rec(raw::RecordKind::kThread, 2000, 0, 0, 1, "MainThread (2000)"),
-             rec(raw::RecordKind::kHold, 2000, 1000, 500)});
+            {raw::ThreadStart{2000, 0, 1, "MainThread (2000)"},
+             raw::Hold{2000, 1000, 500}});
   const std::string out = dir / "merged.json";
   const auto report = cv::convert_to_chrome_trace({a, b}, out);
   CHECK(report.base_time_ns == rt0);
@@ -518,8 +515,8 @@ TEST_CASE("convert: inputs that share a pid stay apart") {
   TempDir dir;
   const std::string a = dir / "host_a.json";
   const std::string b = dir / "host_b.json";
-  write_raw(a, meta_for(77, 0, 5'000'000'000), {rec(raw::RecordKind::kHold, 77, 0, 10)});
-  write_raw(b, meta_for(77, 1, 5'000'000'000), {rec(raw::RecordKind::kHold, 77, 0, 10)});
+  write_raw(a, meta_for(77, 0, 5'000'000'000), {raw::Hold{77, 0, 10}});
+  write_raw(b, meta_for(77, 1, 5'000'000'000), {raw::Hold{77, 0, 10}});
   const std::string out = dir / "out.json";
   const auto report = cv::convert_to_chrome_trace({a, b, a}, out);
   REQUIRE(report.inputs.size() == 3);
@@ -566,12 +563,12 @@ TEST_CASE("convert: a thread whose records overlap or go back in time is clamped
   TempDir dir;
   const std::string in = dir / "overlap.json";
   write_raw(in, meta_for(9, 0, 1'000'000'000'000),
-            {rec(raw::RecordKind::kHold, 9, 100, 100),  // [100,200)
-             rec(raw::RecordKind::kWait, 9, 150, 100),  // overlaps the hold: becomes [200,250)
-             rec(raw::RecordKind::kHold, 9, 120, 10),   // entirely before: becomes [250,250)
-             rec(raw::RecordKind::kHold, 9, 300, 10),   // fine
-             rec(raw::RecordKind::kWaiters, 0, 50, 0, 1),
-             rec(raw::RecordKind::kWaiters, 0, 40, 0, 0)});  // counter going back: moved to 50
+            {raw::Hold{9, 100, 100},  // [100,200)
+             raw::Wait{9, 150, 100},  // overlaps the hold: becomes [200,250)
+             raw::Hold{9, 120, 10},   // entirely before: becomes [250,250)
+             raw::Hold{9, 300, 10},   // fine
+             raw::Waiters{50, 1},
+             raw::Waiters{40, 0}});  // counter going back: moved to 50
   const std::string out = dir / "overlap.trace.json";
   const auto report = cv::convert_to_chrome_trace({in}, out);
   CHECK(report.inputs[0].adjusted == 3);

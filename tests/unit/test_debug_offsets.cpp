@@ -14,7 +14,7 @@
 #include "cpython_layouts/debug_offsets.hpp"
 #include "cpython_layouts/layout.hpp"
 #include "elfutils/elf_image.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 #include "elfutils/python_binary.hpp"
 
 namespace gl = gilspy::layouts;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "cpython_layouts/layout.hpp"
-#include "elfutils/dwarf_types.hpp"
-#include "elfutils/error.hpp"
+#include "support/dwarf_types.hpp"
+#include "base/error.hpp"
 #include "unit/pyenv_installs.hpp"
 #include "elfutils/python_binary.hpp"
 

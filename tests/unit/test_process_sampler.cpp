@@ -2,12 +2,15 @@
 // GIL states set poll by poll, and scripted kernel task states.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
+#include <variant>
 #include <vector>
 
 #include "cpython_layouts/layout.hpp"
-#include "elfutils/error.hpp"
-#include "sampler/fake_memory_reader.hpp"
+#include "base/error.hpp"
+#include "support/fake_memory_reader.hpp"
 #include "sampler/poll_loop.hpp"
 #include "sampler/process_sampler.hpp"
 
@@ -79,22 +82,23 @@ struct FakeTarget {
 };
 
 struct Interval {
-  EventType type;
-  int32_t tid;
+  int64_t tid;
   int64_t start, end;
 };
 
-std::vector<Event> drain(EventQueue& q) {
-  std::vector<Event> out;
-  Event e;
-  while (q.pop(&e)) out.push_back(e);
+std::vector<raw::Record> drain(RecordQueue& q) {
+  std::vector<raw::Record> out;
+  raw::TargetRecord e;
+  while (q.pop(&e)) out.push_back(e.record);
   return out;
 }
 
-std::vector<Interval> intervals(const std::vector<Event>& events, EventType type) {
+// The Hold or Wait records among `records`.
+template <class Kind>
+std::vector<Interval> intervals(const std::vector<raw::Record>& records) {
   std::vector<Interval> out;
-  for (const auto& e : events) {
-    if (e.type == type) out.push_back({e.type, e.tid, e.ts_ns, e.ts_ns + e.dur_ns});
+  for (const auto& r : records) {
+    if (const auto* x = std::get_if<Kind>(&r)) out.push_back({x->tid, x->ts, x->ts + x->dur});
   }
   return out;
 }
@@ -106,7 +110,7 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
   t.tids = {100, 101};
   t.set_threads({0, 1});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
 
   t.gil(1, FakeTarget::tstate(0), 1, 1);
@@ -120,7 +124,7 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
   s.finish(4000);
 
   const auto events = drain(q);
-  const auto holds = intervals(events, EventType::kHold);
+  const auto holds = intervals<raw::Hold>(events);
   REQUIRE(holds.size() == 2);
   CHECK(holds[0].tid == 100);
   CHECK(holds[0].start == 1000);
@@ -128,7 +132,7 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
   CHECK(holds[1].tid == 101);
   CHECK(holds[1].start == 2500);
   CHECK(holds[1].end == 4000);
-  const auto waits = intervals(events, EventType::kWait);
+  const auto waits = intervals<raw::Wait>(events);
   // 101 waited from the first poll until it took the GIL; 100 waits from the hand-off to the end.
   REQUIRE(waits.size() == 2);
   CHECK(waits[0].tid == 101);
@@ -144,7 +148,7 @@ TEST_CASE("sampler: unseen hand-offs are counted; a waiter that may have taken t
   t.tids = {100, 101, 102, 103};
   t.set_threads({0, 1, 2, 3});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
 
   t.gil(1, FakeTarget::tstate(0), 10, 3);
@@ -167,7 +171,7 @@ TEST_CASE("sampler: unseen hand-offs are counted; a waiter that may have taken t
   tasks.state[103] = TaskState::kGilCond;
   s.poll(3000);
   s.finish(4000);
-  const auto waits = intervals(drain(q), EventType::kWait);
+  const auto waits = intervals<raw::Wait>(drain(q));
   int64_t end_102 = -1, end_103 = -1;
   int waits_103 = 0;
   for (const auto& w : waits) {
@@ -187,7 +191,7 @@ TEST_CASE("sampler: a waiter that is the last holder took the GIL even if it now
   t.tids = {100, 101};
   t.set_threads({0, 1});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
@@ -197,7 +201,7 @@ TEST_CASE("sampler: a waiter that is the last holder took the GIL even if it now
   tasks.state[101] = TaskState::kRunning;
   s.poll(2000);
   s.finish(3000);
-  const auto waits = intervals(drain(q), EventType::kWait);
+  const auto waits = intervals<raw::Wait>(drain(q));
   REQUIRE(waits.size() == 1);
   CHECK(waits[0].tid == 101);
   CHECK(waits[0].end == 1500);
@@ -208,7 +212,7 @@ TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen")
   t.tids = {100, 101};
   t.set_threads({0, 1});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
@@ -221,7 +225,7 @@ TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen")
   s.poll(3000);
   s.finish(4000);
   const auto events = drain(q);
-  const auto waits = intervals(events, EventType::kWait);
+  const auto waits = intervals<raw::Wait>(events);
   REQUIRE(waits.size() == 1);
   CHECK(waits[0].tid == 101);
   CHECK(waits[0].start == 1000);
@@ -233,7 +237,7 @@ TEST_CASE("sampler: a thread state reused by a new thread never gives the old th
   t.tids = {100, 101};
   t.set_threads({0, 1});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
   t.gil(1, FakeTarget::tstate(1), 1, 0);
   s.poll(1000);
@@ -250,10 +254,11 @@ TEST_CASE("sampler: a thread state reused by a new thread never gives the old th
   int64_t hold_105 = 0, hold_101_after_exit = 0;
   int64_t end_101 = -1;
   for (const auto& e : events) {
-    if (e.type == EventType::kThreadEnd && e.tid == 101 && end_101 < 0) end_101 = e.ts_ns;
+    const auto* end = std::get_if<raw::ThreadEnd>(&e);
+    if (end != nullptr && end->tid == 101 && end_101 < 0) end_101 = end->ts;
   }
   REQUIRE(end_101 >= 0);
-  for (const auto& h : intervals(events, EventType::kHold)) {
+  for (const auto& h : intervals<raw::Hold>(events)) {
     if (h.tid == 105) hold_105 += h.end - h.start;
     if (h.tid == 101 && h.end > end_101) hold_101_after_exit += h.end - h.start;
   }
@@ -266,7 +271,7 @@ TEST_CASE("sampler: an unknown holder makes it walk the thread list again") {
   t.tids = {100, 101};
   t.set_threads({0});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   s.poll(1000);
@@ -277,7 +282,7 @@ TEST_CASE("sampler: an unknown holder makes it walk the thread list again") {
   CHECK(s.thread_count() == 2);
   CHECK(s.counters().unknown_holder_polls.load() == 0);
   s.finish(3000);
-  const auto holds = intervals(drain(q), EventType::kHold);
+  const auto holds = intervals<raw::Hold>(drain(q));
   REQUIRE(holds.size() == 2);
   CHECK(holds[1].tid == 101);
 }
@@ -287,7 +292,7 @@ TEST_CASE("sampler: waiters are only asked about when the GIL's state says somet
   t.tids = {100, 101, 102};
   t.set_threads({0, 1, 2});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
   t.gil(1, FakeTarget::tstate(0), 1, 2);
   tasks.state[101] = TaskState::kGilCond;
@@ -308,7 +313,7 @@ TEST_CASE("sampler: a target that goes away closes every interval and stops") {
   t.tids = {100};
   t.set_threads({0});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   CHECK(s.poll(1000));
@@ -316,10 +321,10 @@ TEST_CASE("sampler: a target that goes away closes every interval and stops") {
   t.mem.set_gone(true);
   CHECK_FALSE(s.poll(3000));
   const auto events = drain(q);
-  const auto holds = intervals(events, EventType::kHold);
+  const auto holds = intervals<raw::Hold>(events);
   REQUIRE(holds.size() == 1);
   CHECK(holds[0].end == 2000);
-  CHECK(events.back().type == EventType::kThreadEnd);
+  CHECK(std::holds_alternative<raw::ThreadEnd>(events.back()));
 }
 
 TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final counters") {
@@ -328,7 +333,7 @@ TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final c
   t.set_threads({0});
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   ScriptedTasks tasks;
-  EventQueue q(1 << 14);
+  RecordQueue q(1 << 14);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
   PollLoop loop({.rate_hz = 2000, .duration_s = 0.05, .realtime = false, .nice = 0}, q);
   std::atomic<bool> stop{false};
@@ -337,19 +342,88 @@ TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final c
   CHECK(loop.counters().polls.load() > 0);
   const auto events = drain(q);
   REQUIRE(!events.empty());
-  CHECK(events.back().type == EventType::kStats);
-  CHECK(events.back().a == s.counters().polls.load());
-  CHECK(intervals(events, EventType::kHold).size() == 1);
+  REQUIRE(std::holds_alternative<raw::Stats>(events.back()));
+  CHECK(std::get<raw::Stats>(events.back()).polls == s.counters().polls.load());
+  CHECK(intervals<raw::Hold>(events).size() == 1);
 }
 
-TEST_CASE("event queue: a full queue counts what it drops") {
-  EventQueue q(4);
-  Event e;
-  for (int i = 0; i < 6; ++i) q.push(e);
+TEST_CASE("record queue: a full queue counts what it drops") {
+  RecordQueue q(4);
+  for (int i = 0; i < 6; ++i) q.push(0, raw::Waiters{.ts = i, .n = 1});
   CHECK(q.dropped() == 2);
   int popped = 0;
+  raw::TargetRecord e;
   while (q.pop(&e)) ++popped;
   CHECK(popped == 4);
+}
+
+TEST_CASE("poll loop: a target added while the loop runs is polled from then on, under its own id") {
+  FakeTarget a, b;
+  a.tids = {100};
+  a.set_threads({0});
+  a.gil(1, FakeTarget::tstate(0), 1, 0);
+  b.tids = {200};
+  b.set_threads({0});
+  b.gil(1, FakeTarget::tstate(0), 1, 0);
+  ScriptedTasks tasks_a, tasks_b;
+  RecordQueue q(1 << 16);
+  ProcessSampler sa(a.interp, a.mem, tasks_a, q, 7);
+  ProcessSampler sb(b.interp, b.mem, tasks_b, q, 42);
+  PollLoop loop({.rate_hz = 2000, .realtime = false, .nice = 0, .stats_period_s = 0.01}, q);
+  loop.add(sa);
+  std::atomic<bool> stop{false};
+  StopReason reason = StopReason::kDuration;
+  std::thread poller([&] { reason = loop.run(stop); });
+  while (sa.counters().polls.load() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(sb.counters().polls.load() == 0);
+  loop.add(sb);
+  while (sb.counters().polls.load() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop = true;
+  poller.join();
+  CHECK(reason == StopReason::kStopped);
+
+  std::map<raw::TargetId, std::vector<raw::Record>> by_target;
+  raw::TargetRecord e;
+  while (q.pop(&e)) by_target[e.target].push_back(e.record);
+  REQUIRE(by_target.size() == 2);
+  const auto holds_a = intervals<raw::Hold>(by_target[7]);
+  const auto holds_b = intervals<raw::Hold>(by_target[42]);
+  REQUIRE(holds_a.size() == 1);
+  REQUIRE(holds_b.size() == 1);
+  CHECK(holds_a[0].tid == 100);
+  CHECK(holds_b[0].tid == 200);
+  CHECK(holds_b[0].start > holds_a[0].start);  // b joined later
+  CHECK(holds_a[0].end == holds_b[0].end);     // both closed at the loop's end
+  CHECK(std::get<raw::Stats>(by_target[42].back()).polls == sb.counters().polls.load());
+}
+
+TEST_CASE("poll loop: each stats tick says where every live thread stands") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  t.gil(1, FakeTarget::tstate(0), 1, 1);
+  ScriptedTasks tasks;
+  tasks.state[101] = TaskState::kGilCond;
+  RecordQueue q(1 << 16);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  PollLoop loop({.rate_hz = 2000, .duration_s = 0.1, .realtime = false, .nice = 0, .stats_period_s = 0.02}, q);
+  std::atomic<bool> stop{false};
+  ProcessSampler* samplers[] = {&s};
+  CHECK(loop.run(samplers, stop) == StopReason::kDuration);
+  int stats = 0;
+  std::map<int64_t, raw::ThreadState> latest;
+  for (const auto& r : drain(q)) {
+    if (std::holds_alternative<raw::Stats>(r)) ++stats;
+    if (const auto* st = std::get_if<raw::ThreadState>(&r)) {
+      CHECK(st->ts >= st->since);
+      latest[st->tid] = *st;
+    }
+  }
+  CHECK(stats >= 3);  // ticks every 20 ms over 100 ms, and one at the end
+  REQUIRE(latest.size() == 2);
+  CHECK(latest[100].role == raw::GilRole::kHolding);
+  CHECK(latest[101].role == raw::GilRole::kWaiting);
+  CHECK(latest[100].since == latest[101].since);  // both since the first poll: one hold, one wait, never ended
 }
 
 TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread") {
@@ -357,7 +431,7 @@ TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread
   t.tids = {100, 101, 102};
   t.set_threads({2, 1, 0});  // newest first, the main thread (100) last
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1000});
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   s.poll(1000);
@@ -372,7 +446,10 @@ TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread
   CHECK(s.thread_count() == 2);
   s.finish(6000);
   int ends_100 = 0;
-  for (const auto& e : drain(q)) ends_100 += (e.type == EventType::kThreadEnd && e.tid == 100) ? 1 : 0;
+  for (const auto& e : drain(q)) {
+    const auto* end = std::get_if<raw::ThreadEnd>(&e);
+    ends_100 += (end != nullptr && end->tid == 100) ? 1 : 0;
+  }
   CHECK(ends_100 == 1);  // only at the end of the recording
 }
 
@@ -381,7 +458,7 @@ TEST_CASE("sampler: a GIL that stays unreadable for a second ends the target; a 
   t.tids = {100};
   t.set_threads({0});
   ScriptedTasks tasks;
-  EventQueue q(1024);
+  RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   CHECK(s.poll(1'000'000));
@@ -395,7 +472,7 @@ TEST_CASE("sampler: a GIL that stays unreadable for a second ends the target; a 
   CHECK(s.poll(700'000'000));
   CHECK(s.poll(1'600'000'000));
   CHECK_FALSE(s.poll(1'700'000'000));
-  const auto holds = intervals(drain(q), EventType::kHold);
+  const auto holds = intervals<raw::Hold>(drain(q));
   REQUIRE(!holds.empty());
   CHECK(holds.back().end == 600'000'000);  // closed at the last poll that read the GIL
 }

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "elfutils/elf_image.hpp"
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
+#include "base/proc_files.hpp"
 #include "unit/pyenv_installs.hpp"
 #include "elfutils/proc_maps.hpp"
 #include "elfutils/python_binary.hpp"
@@ -223,7 +224,7 @@ TEST_CASE("proc_maps: read_maps of this process and path_in_process") {
   const auto maps = gilspy::elf::read_maps(::getpid());
   CHECK_FALSE(maps.empty());
   CHECK(std::any_of(maps.begin(), maps.end(), [](const auto& m) { return m.path == "[stack]"; }));
-  CHECK(gilspy::elf::path_in_process(42, "/usr/lib/libpython3.11.so.1.0") ==
+  CHECK(gilspy::path_in_process(42, "/usr/lib/libpython3.11.so.1.0") ==
         "/proc/42/root/usr/lib/libpython3.11.so.1.0");
 }
 

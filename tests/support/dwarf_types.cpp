@@ -1,4 +1,4 @@
-#include "elfutils/dwarf_types.hpp"
+#include "support/dwarf_types.hpp"
 
 #include <dwarf.h>
 #include <libdwarf.h>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 // How it works: open() walks the top-level DIEs of every unit in .debug_info once (types are top-level in C,
 // and walking siblings does not descend into function bodies) and remembers, per name, the global offset of

@@ -1,10 +1,11 @@
-#include "sampler/raw_format.hpp"
+#include "raw/raw_format.hpp"
 
 #include <cerrno>
 #include <cstring>
+#include <variant>
 #include <vector>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 
 namespace gilspy::raw {
 
@@ -54,26 +55,23 @@ Meta meta_from_json(const json& j) {
   }
 }
 
-std::string record_line(const Record& r) {
-  const char k = static_cast<char>(r.kind);
-  switch (r.kind) {
-    case RecordKind::kThread:
-      // A thread name comes from the kernel and need not be UTF-8: replace what is not, never throw.
-      return json::array({std::string(1, k), r.tid, r.ts, r.name, r.n})
-          .dump(-1, ' ', false, json::error_handler_t::replace);
-    case RecordKind::kHold:
-    case RecordKind::kWait:
-      return json::array({std::string(1, k), r.tid, r.ts, r.dur}).dump();
-    case RecordKind::kWaiters:
-      return json::array({std::string(1, k), r.ts, r.n}).dump();
-    case RecordKind::kThreadEnd:
-      return json::array({std::string(1, k), r.tid, r.ts}).dump();
-    case RecordKind::kStats:
-      return json::array({std::string(1, k), r.ts, r.polls, r.late, r.missed, r.seen, r.total}).dump();
-    case RecordKind::kEnd:
-      return json::array({std::string(1, k)}).dump();
-  }
-  return "[]";
+std::optional<std::string> record_line(const Record& r) {
+  return std::visit(
+      overloaded{
+          // A thread name comes from the kernel and need not be UTF-8: replace what is not, never throw.
+          [](const ThreadStart& x) -> std::optional<std::string> {
+            return json::array({"T", x.tid, x.ts, x.name, x.tstate}).dump(-1, ' ', false, json::error_handler_t::replace);
+          },
+          [](const Hold& x) -> std::optional<std::string> { return json::array({"H", x.tid, x.ts, x.dur}).dump(); },
+          [](const Wait& x) -> std::optional<std::string> { return json::array({"W", x.tid, x.ts, x.dur}).dump(); },
+          [](const Waiters& x) -> std::optional<std::string> { return json::array({"N", x.ts, x.n}).dump(); },
+          [](const ThreadEnd& x) -> std::optional<std::string> { return json::array({"E", x.tid, x.ts}).dump(); },
+          [](const Stats& x) -> std::optional<std::string> {
+            return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total}).dump();
+          },
+          [](const ThreadState&) -> std::optional<std::string> { return std::nullopt; },
+      },
+      r);
 }
 
 Writer::Writer(std::string final_path, const Meta& meta)
@@ -95,9 +93,13 @@ Writer::~Writer() {
 }
 
 void Writer::write(const Record& r) {
+  if (const auto line = record_line(r)) write_line(*line);
+}
+
+void Writer::write_line(const std::string& line) {
   std::fputs(first_event_ ? "\n" : ",\n", file_);
   first_event_ = false;
-  std::fputs(record_line(r).c_str(), file_);
+  std::fputs(line.c_str(), file_);
 }
 
 void Writer::flush() {
@@ -105,9 +107,7 @@ void Writer::flush() {
 }
 
 void Writer::finish(const json& summary) {
-  Record end;
-  end.kind = RecordKind::kEnd;
-  write(end);
+  write_line(R"(["F"])");
   const std::string tail =
       "],\n\"summary\":" + summary.dump(-1, ' ', false, json::error_handler_t::replace) + "}\n";
   std::fputs(tail.c_str(), file_);
@@ -173,7 +173,8 @@ class SubtreeBuilder {
   bool started_ = false;
 };
 
-Record record_from_json(const json& a, size_t index, const std::string& name) {
+// One event line; nullopt for ["F"], the end of the events.
+std::optional<Record> record_from_json(const json& a, size_t index, const std::string& name) {
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kBadInput, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
@@ -184,45 +185,32 @@ Record record_from_json(const json& a, size_t index, const std::string& name) {
     if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
     return a[i].get<int64_t>();
   };
-  Record r;
-  r.kind = static_cast<RecordKind>(a[0].get<std::string>()[0]);
-  switch (r.kind) {
-    case RecordKind::kThread:
+  auto count = [&](size_t i) { return static_cast<uint64_t>(num(i)); };
+  auto duration = [&](size_t i) {
+    const int64_t d = num(i);
+    if (d < 0) throw bad("has a negative duration");
+    return d;
+  };
+  switch (a[0].get<std::string>()[0]) {
+    case 'T': {
+      ThreadStart r;
       r.tid = num(1);
       r.ts = num(2);
       if (a.size() < 4 || !a[3].is_string()) throw bad("has no thread name");
       r.name = a[3].get<std::string>();
-      r.n = a.size() > 4 && a[4].is_number_unsigned() ? a[4].get<uint64_t>() : 0;
-      break;
-    case RecordKind::kHold:
-    case RecordKind::kWait:
-      r.tid = num(1);
-      r.ts = num(2);
-      r.dur = num(3);
-      if (r.dur < 0) throw bad("has a negative duration");
-      break;
-    case RecordKind::kWaiters:
-      r.ts = num(1);
-      r.n = static_cast<uint64_t>(num(2));
-      break;
-    case RecordKind::kThreadEnd:
-      r.tid = num(1);
-      r.ts = num(2);
-      break;
-    case RecordKind::kStats:
-      r.ts = num(1);
-      r.polls = static_cast<uint64_t>(num(2));
-      r.late = static_cast<uint64_t>(num(3));
-      r.missed = static_cast<uint64_t>(num(4));
-      r.seen = static_cast<uint64_t>(num(5));
-      r.total = static_cast<uint64_t>(num(6));
-      break;
-    case RecordKind::kEnd:
-      break;
-    default:
-      throw bad("has an unknown kind \"" + a[0].get<std::string>() + "\"");
+      r.tstate = a.size() > 4 && a[4].is_number_unsigned() ? a[4].get<uint64_t>() : 0;
+      return r;
+    }
+    case 'H': return Hold{.tid = num(1), .ts = num(2), .dur = duration(3)};
+    case 'W': return Wait{.tid = num(1), .ts = num(2), .dur = duration(3)};
+    case 'N': return Waiters{.ts = num(1), .n = count(2)};
+    case 'E': return ThreadEnd{.tid = num(1), .ts = num(2)};
+    case 'S':
+      return Stats{.ts = num(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
+                   .handoffs_total = count(6)};
+    case 'F': return std::nullopt;
+    default: throw bad("has an unknown kind \"" + a[0].get<std::string>() + "\"");
   }
-  return r;
 }
 
 class RawSax final : public nlohmann::json_sax<json> {
@@ -309,6 +297,7 @@ class RawSax final : public nlohmann::json_sax<json> {
         if (!v.is_number_integer() || v.get<int>() > kFormatVersion) {
           return shape("format_version " + v.dump() + " is newer than this gilspy understands");
         }
+        result_.format_version = v.get<int>();
       } else if (key_ == "meta" || key_ == "summary" || key_ == "events") {
         return shape("\"" + key_ + "\" is not an object");
       }
@@ -333,12 +322,12 @@ class RawSax final : public nlohmann::json_sax<json> {
     --builder_depth_;
     if (!builder_.close()) return true;
     if (in_events_) {
-      Record r = record_from_json(builder_.root(), result_.records, name_);
-      if (r.kind == RecordKind::kEnd) {
+      const std::optional<Record> r = record_from_json(builder_.root(), result_.records, name_);
+      if (!r) {
         end_seen_ = true;
       } else {
         ++result_.records;
-        on_record_(r);
+        on_record_(*r);
       }
     } else if (key_ == "meta") {
       if (!format_ok_) return shape("no \"format\":\"gilspy-raw\" before meta");

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sampler/raw_format.hpp"
+#include "raw/records.hpp"
 
 namespace gilspy::raw {
 
@@ -36,12 +36,12 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
 
 class SummaryBuilder {
  public:
-  void add(const Record& r);
+  void add(const Record& r);  // ThreadState records change nothing: the intervals say the same once they end
   void set_end(int64_t end_ns) { end_ns_ = end_ns; }
   int64_t duration_ns() const { return end_ns_ > 0 ? end_ns_ : last_ts_; }
   std::vector<ThreadSummary> threads() const;  // in order of appearance
-  uint64_t handoffs_seen() const { return stats_.seen; }
-  uint64_t handoffs_total() const { return stats_.total; }
+  uint64_t handoffs_seen() const { return stats_.handoffs_seen; }
+  uint64_t handoffs_total() const { return stats_.handoffs_total; }
   uint64_t polls() const { return stats_.polls; }
   double coverage() const;         // hand-offs seen / happened; 1 when none happened
   double gil_busy_share() const;   // all holds / duration
@@ -50,7 +50,7 @@ class SummaryBuilder {
  private:
   std::map<int64_t, ThreadSummary> threads_;
   std::vector<int64_t> order_;
-  Record stats_;
+  Stats stats_;  // the latest
   int64_t end_ns_ = 0;
   int64_t last_ts_ = 0;
   int64_t total_hold_ns_ = 0;

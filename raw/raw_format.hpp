@@ -1,5 +1,6 @@
 #pragma once
-// The raw recording format, all of it (docs/raw-format.md explains it for users). One file per target process,
+// The raw recording format (docs/raw-format.md explains it for users; the record kinds are raw/records.hpp). One
+// file per target process,
 // `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format, whose second line is the
 // metadata, then one event per line, then the summary:
 //
@@ -11,16 +12,21 @@
 //   ["W",tid,ts,dur],                the thread waited for the GIL (inside take_gil) from ts for dur
 //   ["N",ts,n],                      n threads wait on the GIL's condition variable from ts on
 //   ["E",tid,ts],                    the thread is gone (or the recording ended)
-//   ["S",ts,polls,late,missed,seen,total]   counters so far (about once a second)
+//   ["S",ts,polls,late,missed,seen,total]   counters so far (at each stats tick, 1 s by default)
 //   ["F"]],                          end of events
 //   "summary":{...}}
 //
 // ts and dur are integers, nanoseconds; ts counts from meta.clock.monotonic_ns (CLOCK_MONOTONIC at the start,
 // taken together with meta.clock.realtime_ns, CLOCK_REALTIME, so a reader can place events on the Unix epoch).
 // Events of one thread come in time order; events of different threads may interleave out of order (an
-// interval is written when it ends). The file is written under `<name>.partial`, flushed about every 100 ms
-// and renamed when complete: a killed recording leaves a `.partial` that readers recover up to its last full
-// line.
+// interval is written when it ends). ThreadState records are not stored. The file is written under
+// `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
+// when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
+//
+// Versions: format_version 1 is the only one so far; the reader accepts every version up to kFormatVersion,
+// says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
+// kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
+// stored kind does (older readers reject unknown kinds).
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -29,6 +35,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "raw/records.hpp"
 
 namespace gilspy::raw {
 
@@ -54,26 +62,8 @@ struct Meta {
 nlohmann::json to_json(const Meta& m);
 Meta meta_from_json(const nlohmann::json& j);  // throws Error(kBadInput) naming the missing field
 
-enum class RecordKind : char {
-  kThread = 'T',
-  kHold = 'H',
-  kWait = 'W',
-  kWaiters = 'N',
-  kThreadEnd = 'E',
-  kStats = 'S',
-  kEnd = 'F',
-};
-
-struct Record {
-  RecordKind kind = RecordKind::kEnd;
-  int64_t tid = 0;
-  int64_t ts = 0;
-  int64_t dur = 0;
-  uint64_t n = 0;  // waiters; for kThread the tstate address
-  std::string name;
-  uint64_t polls = 0, late = 0, missed = 0, seen = 0, total = 0;
-};
-std::string record_line(const Record& r);  // without separator
+// The raw line of a record, without separator; nullopt for a kind raw files do not store (ThreadState).
+std::optional<std::string> record_line(const Record& r);
 
 // Writes one raw file. Not thread-safe; used by the recorder's writer side only.
 class Writer {
@@ -83,7 +73,7 @@ class Writer {
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
-  void write(const Record& r);
+  void write(const Record& r);  // skips the kinds raw files do not store
   void flush();
   // Ends the events, writes the summary, closes and renames to the final path. Throws Error(kIo).
   void finish(const nlohmann::json& summary);
@@ -91,6 +81,7 @@ class Writer {
   const std::string& partial_path() const { return partial_path_; }
 
  private:
+  void write_line(const std::string& line);
   std::string final_path_;
   std::string partial_path_;
   std::FILE* file_ = nullptr;
@@ -99,6 +90,7 @@ class Writer {
 
 // What reading a file found.
 struct ReadResult {
+  int format_version = 0;      // as the file says (1 so far); 0 when it does not say
   bool complete = false;       // the whole document parsed, summary included
   size_t records = 0;
   std::optional<nlohmann::json> summary;

@@ -1,6 +1,7 @@
 #pragma once
 // Struct layouts from a binary's DWARF (libdwarf): sizes of types and offsets of (nested) members. Used to
-// check cpython_layouts/ against the real builds; gilspy never *needs* DWARF at run time.
+// check cpython_layouts/ against the real builds. Test-only: gilspy never needs DWARF at run time, so the
+// gilspy binary does not link libdwarf.
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "sampler/summary.hpp"
+#include "raw/summary.hpp"
 
 #include <algorithm>
 
@@ -14,52 +14,51 @@ double ThreadSummary::wait_share() const {
 }
 
 void SummaryBuilder::add(const Record& r) {
-  last_ts_ = std::max(last_ts_, r.ts + r.dur);
-  auto thread = [&]() -> ThreadSummary& {
-    auto [it, inserted] = threads_.try_emplace(r.tid);
+  if (std::holds_alternative<ThreadState>(r)) return;
+  last_ts_ = std::max(last_ts_, end_of(r));
+  auto thread = [&](int64_t tid) -> ThreadSummary& {
+    auto [it, inserted] = threads_.try_emplace(tid);
     if (inserted) {
-      it->second.tid = r.tid;
-      order_.push_back(r.tid);
+      it->second.tid = tid;
+      order_.push_back(tid);
     }
     return it->second;
   };
-  switch (r.kind) {
-    case RecordKind::kThread: {
-      ThreadSummary& t = thread();
-      t.name = r.name;
-      if (t.first_ns < 0 || r.ts < t.first_ns) t.first_ns = r.ts;
-      t.last_ns = std::max(t.last_ns, r.ts);
-      break;
-    }
-    case RecordKind::kThreadEnd: {
-      ThreadSummary& t = thread();
-      t.last_ns = std::max(t.last_ns, r.ts);
-      break;
-    }
-    case RecordKind::kHold:
-    case RecordKind::kWait: {
-      ThreadSummary& t = thread();
-      if (t.first_ns < 0 || r.ts < t.first_ns) t.first_ns = r.ts;
-      t.last_ns = std::max(t.last_ns, r.ts + r.dur);
-      if (r.kind == RecordKind::kHold) {
-        t.hold_ns += r.dur;
-        ++t.holds;
-        t.longest_hold_ns = std::max(t.longest_hold_ns, r.dur);
-        total_hold_ns_ += r.dur;
-      } else {
-        t.wait_ns += r.dur;
-        ++t.waits;
-        t.longest_wait_ns = std::max(t.longest_wait_ns, r.dur);
-      }
-      break;
-    }
-    case RecordKind::kStats:
-      stats_ = r;
-      break;
-    case RecordKind::kWaiters:
-    case RecordKind::kEnd:
-      break;
-  }
+  auto interval = [&](int64_t tid, int64_t ts, int64_t dur) -> ThreadSummary& {
+    ThreadSummary& t = thread(tid);
+    if (t.first_ns < 0 || ts < t.first_ns) t.first_ns = ts;
+    t.last_ns = std::max(t.last_ns, ts + dur);
+    return t;
+  };
+  std::visit(overloaded{
+                 [&](const ThreadStart& x) {
+                   ThreadSummary& t = thread(x.tid);
+                   t.name = x.name;
+                   if (t.first_ns < 0 || x.ts < t.first_ns) t.first_ns = x.ts;
+                   t.last_ns = std::max(t.last_ns, x.ts);
+                 },
+                 [&](const ThreadEnd& x) {
+                   ThreadSummary& t = thread(x.tid);
+                   t.last_ns = std::max(t.last_ns, x.ts);
+                 },
+                 [&](const Hold& x) {
+                   ThreadSummary& t = interval(x.tid, x.ts, x.dur);
+                   t.hold_ns += x.dur;
+                   ++t.holds;
+                   t.longest_hold_ns = std::max(t.longest_hold_ns, x.dur);
+                   total_hold_ns_ += x.dur;
+                 },
+                 [&](const Wait& x) {
+                   ThreadSummary& t = interval(x.tid, x.ts, x.dur);
+                   t.wait_ns += x.dur;
+                   ++t.waits;
+                   t.longest_wait_ns = std::max(t.longest_wait_ns, x.dur);
+                 },
+                 [&](const Stats& x) { stats_ = x; },
+                 [](const Waiters&) {},
+                 [](const ThreadState&) {},  // returned above
+             },
+             r);
 }
 
 std::vector<ThreadSummary> SummaryBuilder::threads() const {
@@ -69,7 +68,9 @@ std::vector<ThreadSummary> SummaryBuilder::threads() const {
 }
 
 double SummaryBuilder::coverage() const {
-  return stats_.total == 0 ? 1.0 : static_cast<double>(stats_.seen) / static_cast<double>(stats_.total);
+  return stats_.handoffs_total == 0
+             ? 1.0
+             : static_cast<double>(stats_.handoffs_seen) / static_cast<double>(stats_.handoffs_total);
 }
 
 double SummaryBuilder::gil_busy_share() const {
@@ -110,8 +111,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"unknown_holder_polls", loop.unknown_holder_polls},
           {"task_reads", loop.task_reads},
           {"threads_truncated", loop.threads_truncated},
-          {"handoffs_seen", stats_.seen},
-          {"handoffs_total", stats_.total},
+          {"handoffs_seen", stats_.handoffs_seen},
+          {"handoffs_total", stats_.handoffs_total},
           {"coverage", coverage()},
           {"gil_busy_share", gil_busy_share()},
           {"threads", threads}};

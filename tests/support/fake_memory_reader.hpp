@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "elfutils/error.hpp"
+#include "base/error.hpp"
 #include "sampler/memory_reader.hpp"
 
 namespace gilspy::sampler {

@@ -1,0 +1,25 @@
+#pragma once
+// Launch mode: start a program and attach to its interpreter as soon as it has one.
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampler/interpreter.hpp"
+#include "sampler/memory_reader.hpp"
+
+namespace gilspy::cli {
+
+// Starts `command` (PATH lookup); an exec failure comes back as Error(kUsage) through a close-on-exec pipe.
+pid_t launch(const std::vector<std::string>& command);
+
+// A wait status as a shell would report it: the exit code, 128 + N for signal N.
+int exit_status_of(int status);
+
+// Attaches to the launched `child`, retrying until its interpreter exists or `timeout_s` passes. When the
+// child exits first, sets *child_status and throws Error(kNoSuchProcess).
+sampler::Interpreter attach_launched(pid_t child, sampler::RemoteMemoryReader& reader, double timeout_s,
+                                     const std::string& program, std::optional<int>* child_status);
+
+}  // namespace gilspy::cli

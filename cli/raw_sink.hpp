@@ -1,0 +1,49 @@
+#pragma once
+// The raw-file sink of `gilspy record`: per target, GIL_<pid>_rank_<rank>.json (raw/raw_format.hpp) written
+// as the records come, its summary, and at the end the Chrome trace beside it.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cli/sink.hpp"
+#include "raw/raw_format.hpp"
+#include "raw/summary.hpp"
+
+namespace gilspy::cli {
+
+// What one target's files hold once finished: for the end summary.
+struct FinishedTarget {
+  const SessionTarget& target;
+  std::string raw_path;
+  std::string trace_path;  // "" with no trace
+  const raw::SummaryBuilder& summary;
+  const raw::LoopFigures& figures;
+};
+
+class RawFileSink final : public Sink {
+ public:
+  // `on_finished` is called per target once its files are complete (the end summary prints from it).
+  RawFileSink(std::string output_dir, bool write_trace,
+              std::function<void(const FinishedTarget&)> on_finished);
+  ~RawFileSink() override;
+
+  void start(const SessionTarget& target) override;
+  void record(const SessionTarget& target, const raw::Record& r) override;  // ThreadState is not stored
+  void stats(const LiveStats& live) override;  // flushes: a killed run loses 50 ms
+  void finish(const SessionEnd& end) override;
+
+ private:
+  struct File {
+    const SessionTarget* target = nullptr;
+    std::string raw_path, trace_path;
+    std::unique_ptr<raw::Writer> writer;
+    raw::SummaryBuilder summary;
+  };
+  std::string output_dir_;
+  bool write_trace_;
+  std::function<void(const FinishedTarget&)> on_finished_;
+  std::map<raw::TargetId, File> files_;  // in the order targets started (ids grow)
+};
+
+}  // namespace gilspy::cli

@@ -1,0 +1,274 @@
+#include "cli/session.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <exception>
+#include <functional>
+#include <thread>
+#include <unordered_map>
+#include <utility>  // boost 1.74 asio uses std::exchange without including it
+
+#include "base/error.hpp"
+#include "base/proc_files.hpp"
+#include "cli/launch.hpp"
+#include "sampler/attach.hpp"
+#include "sampler/task_syscall.hpp"
+
+namespace gilspy::cli {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// What the session keeps per target: what the sinks see, and what polls it.
+struct Target {
+  SessionTarget info;
+  std::unique_ptr<sampler::RemoteMemoryReader> reader;
+  sampler::Interpreter interp;
+  std::unique_ptr<sampler::ProcTaskStateSource> tasks;
+  std::unique_ptr<sampler::ProcessSampler> sampler;
+};
+
+int64_t rank_of(pid_t pid) {
+  const auto value = process_env_var(pid, "RANK");
+  if (!value) return 0;
+  try {
+    return std::stoll(*value);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// "MainThread" for the main thread, "thread <tid>" (+ " (<comm>)" when the OS name says more) otherwise.
+std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
+                                const std::string& process_comm) {
+  if (tid == pid) return "MainThread";
+  std::string name = "thread " + std::to_string(tid);
+  if (!comm.empty() && comm != process_comm) name += " (" + comm + ")";
+  return name;
+}
+
+constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
+
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions options;
+  // Signals are taken over before anything is written, so no SIGINT/SIGTERM can leave a half-written file;
+  // they are acted on once run() runs.
+  asio::io_context io;
+  asio::signal_set signals{io, SIGINT, SIGTERM};
+  pid_t child = 0;
+  std::optional<int> child_status;
+  std::vector<std::unique_ptr<Target>> targets;
+  std::unordered_map<raw::TargetId, Target*> by_id;
+  raw::TargetId next_id = 0;
+  std::vector<Sink*> sinks;
+  sampler::RecordQueue queue{1 << 18};
+
+  bool launch_mode() const { return !options.command.empty(); }
+  Target& add_target(pid_t pid) {
+    auto t = std::make_unique<Target>();
+    t->info.id = next_id++;
+    t->info.pid = pid;
+    t->reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
+    by_id[t->info.id] = t.get();
+    targets.push_back(std::move(t));
+    return *targets.back();
+  }
+  void attach();
+  void prepare();
+  void drain();
+};
+
+void Session::Impl::attach() {
+  if (launch_mode()) {
+    child = launch(options.command);
+    Target& t = add_target(child);
+    try {
+      t.interp =
+          attach_launched(child, *t.reader, options.attach_timeout_s, options.command[0], &child_status);
+    } catch (...) {
+      if (!child_status) {
+        ::kill(child, SIGTERM);
+        ::waitpid(child, nullptr, 0);
+      }
+      throw;
+    }
+  } else {
+    for (const int pid : options.pids) {
+      Target& t = add_target(pid);
+      t.interp = sampler::attach(pid, *t.reader, {.timeout_s = 2.0, .retry_interval_s = 0.01});
+    }
+  }
+}
+
+// Everything a sink is told about the targets, and a sampler per target.
+void Session::Impl::prepare() {
+  // Clock anchors: CLOCK_REALTIME between two CLOCK_MONOTONIC reads.
+  const int64_t m0 = sampler::monotonic_ns();
+  const int64_t real = sampler::realtime_ns();
+  const int64_t anchor = m0 + (sampler::monotonic_ns() - m0) / 2;
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  for (auto& tp : targets) {
+    Target& t = *tp;
+    SessionTarget& i = t.info;
+    i.rank = rank_of(i.pid);
+    i.process_comm = thread_comm(i.pid, i.pid);
+    if (launch_mode()) {
+      for (const auto& a : options.command) i.command += (i.command.empty() ? "" : " ") + a;
+    } else {
+      i.command = process_command_line(i.pid);
+    }
+    i.interp = &t.interp;
+    i.monotonic_ns = anchor;
+    i.realtime_ns = real;
+    i.rate_hz = options.loop.rate_hz;
+    i.hostname = hostname;
+    t.tasks = std::make_unique<sampler::ProcTaskStateSource>(i.pid, t.interp.gil_addr, t.interp.layout.gil);
+    t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id);
+    i.sampler = t.sampler.get();
+  }
+}
+
+// Records from the poll thread to every sink, on the session's timeline, threads named.
+void Session::Impl::drain() {
+  raw::TargetRecord tr;
+  while (queue.pop(&tr)) {
+    Target& t = *by_id.at(tr.target);
+    shift_time(tr.record, -t.info.monotonic_ns);
+    if (auto* start = std::get_if<raw::ThreadStart>(&tr.record)) {
+      start->name = thread_display_name(t.info.pid, start->tid, thread_comm(t.info.pid, start->tid),
+                                        t.info.process_comm);
+    }
+    for (Sink* s : sinks) s->record(t.info, tr.record);
+  }
+}
+
+Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->attach();
+  impl_->prepare();
+}
+
+Session::~Session() = default;
+
+void Session::add_sink(Sink& sink) {
+  impl_->sinks.push_back(&sink);
+}
+
+std::vector<const SessionTarget*> Session::targets() const {
+  std::vector<const SessionTarget*> out;
+  for (const auto& t : impl_->targets) out.push_back(&t->info);
+  return out;
+}
+
+SessionOutcome Session::run() {
+  Impl& m = *impl_;
+  for (const auto& t : m.targets) {
+    for (Sink* s : m.sinks) s->start(t->info);
+  }
+
+  // The poll loop on its own thread; everything else on this one.
+  sampler::PollLoop loop(m.options.loop, m.queue);
+  for (const auto& t : m.targets) loop.add(*t->sampler);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> loop_done{false};
+  sampler::StopReason reason = sampler::StopReason::kStopped;
+  std::exception_ptr loop_error;
+  std::thread poller([&] {
+    try {
+      reason = loop.run(stop);
+    } catch (...) {
+      loop_error = std::current_exception();
+    }
+    loop_done = true;
+  });
+
+  int stop_signal = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        stop_signal = sig;
+        stop = true;
+        // A terminal's Ctrl+C already reached the launched program (same process group); pass on the rest.
+        if (m.launch_mode() && !m.child_status && (sig != SIGINT || !::isatty(STDIN_FILENO)))
+          ::kill(m.child, sig);
+        m.signals.async_wait(on_signal);  // a second Ctrl+C must not kill us half-way through writing
+      };
+  m.signals.async_wait(on_signal);
+
+  asio::steady_timer timer(m.io);
+  std::function<void(const boost::system::error_code&)> on_timer = [&](const boost::system::error_code&) {
+    m.drain();
+    const LiveStats live{loop.counters(), m.queue.dropped()};
+    for (Sink* s : m.sinks) s->stats(live);
+    if (loop_done) {
+      m.signals.cancel();
+      return;
+    }
+    timer.expires_after(kDrainPeriod);
+    timer.async_wait(on_timer);
+  };
+  timer.expires_after(kDrainPeriod);
+  timer.async_wait(on_timer);
+  // Whatever goes wrong on this side, the poll thread is stopped and joined and every sink is finished.
+  std::exception_ptr main_error;
+  try {
+    m.io.run();
+  } catch (...) {
+    main_error = std::current_exception();
+    stop = true;
+  }
+  poller.join();
+  m.drain();
+
+  const auto& lc = loop.counters();
+  SessionEnd end;
+  end.stop_reason = main_error    ? "error"
+                    : stop_signal ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
+                    : reason == sampler::StopReason::kDuration    ? "duration"
+                    : reason == sampler::StopReason::kTargetsGone ? "target exited"
+                                                                  : "stopped";
+  const int64_t anchor = m.targets.front()->info.monotonic_ns;
+  end.end_ns = lc.last_ns.load() - anchor;
+  for (const auto& t : m.targets) {
+    raw::LoopFigures fig;
+    fig.ticks = lc.polls.load();
+    fig.late = lc.late.load();
+    fig.missed = lc.missed.load();
+    fig.max_lateness_ns = lc.max_lateness_ns.load();
+    fig.poller_scheduling = sampler::to_string(lc.scheduling.load());
+    fig.poll_mode = m.options.loop.busy ? "busy" : m.options.loop.adaptive ? "adaptive" : "fixed";
+    fig.dense_polls = lc.dense_polls.load();
+    fig.placement_moves = lc.placement_moves.load();
+    fig.dropped_events = m.queue.dropped();
+    fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
+    fig.task_reads = t->sampler->counters().task_reads.load();
+    fig.threads_truncated = t->sampler->truncated_threads();
+    fig.stop_reason = end.stop_reason;
+    end.figures[t->info.id] = fig;
+  }
+  for (Sink* s : m.sinks) s->finish(end);
+  if (main_error) std::rethrow_exception(main_error);
+  if (loop_error) std::rethrow_exception(loop_error);
+
+  SessionOutcome out;
+  out.reason = reason;
+  out.stop_signal = stop_signal;
+  out.launched = m.launch_mode();
+  out.elapsed_s = static_cast<double>(end.end_ns) / 1e9;
+  if (m.launch_mode()) {
+    int status = 0;
+    if (!m.child_status && ::waitpid(m.child, &status, 0) == m.child) m.child_status = status;
+  }
+  out.child_status = m.child_status;
+  return out;
+}
+
+}  // namespace gilspy::cli

@@ -1,0 +1,59 @@
+#pragma once
+// A session: the targets (attached, or one launched program), a sampler per target, the poll loop on its own
+// thread, and on the calling thread a Boost.Asio loop (SIGINT/SIGTERM, the drain timer) that moves records
+// from the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end summary;
+// `top` = session + screen sink.
+//
+//   Session session(options);        // takes over SIGINT/SIGTERM, attaches (or launches and attaches)
+//   session.add_sink(raw_files);     // any number, called in the order added
+//   SessionOutcome out = session.run();  // until the duration, a signal, or every target is gone
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/sink.hpp"
+#include "sampler/poll_loop.hpp"
+
+namespace gilspy::cli {
+
+struct SessionOptions {
+  std::vector<int> pids;
+  std::vector<std::string> command;  // launch mode: start this and record it (instead of pids)
+  sampler::PollLoopOptions loop;     // rate, duration, busy, realtime, stats tick
+  double attach_timeout_s = 10;      // launch mode: how long the program may take to start its interpreter
+};
+
+// How a session ended, for the exit policy.
+struct SessionOutcome {
+  sampler::StopReason reason = sampler::StopReason::kStopped;
+  int stop_signal = 0;  // SIGINT or SIGTERM when a signal stopped it
+  bool launched = false;
+  std::optional<int> child_status;  // launch mode: the program's wait status, once it has been reaped
+  double elapsed_s = 0;             // recorded time
+};
+
+class Session {
+ public:
+  // Throws Error (no such process, not Python, permission, a program that cannot be run) before anything
+  // is recorded. A launched program that never showed an interpreter is terminated.
+  explicit Session(SessionOptions options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void add_sink(Sink& sink);  // before run(); the sink outlives the session's run()
+  std::vector<const SessionTarget*> targets() const;
+
+  // Polls until the duration passes, SIGINT/SIGTERM, or every target is gone; delivers every record; calls
+  // every sink's finish() even when polling failed, then rethrows what failed (the drain side's error first).
+  SessionOutcome run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gilspy::cli

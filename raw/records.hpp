@@ -1,0 +1,141 @@
+#pragma once
+// Every record kind gilspy produces, defined once. The sampler emits them (ts on CLOCK_MONOTONIC), the
+// session moves them onto the recording's timeline (ns since meta.clock.monotonic_ns) and hands them to
+// sinks; the raw writer and reader (raw_format.hpp), the summary and `convert` take the same types.
+//
+// Adding a kind: a struct here, an alternative in Record, its line in raw_format.cpp (or a note that the raw
+// file skips it), and the consumers that care (summary.cpp, convert/, cli/ sinks); std::visit with
+// overloaded{} makes the compiler list every place that must decide. Fields are only ever appended to a raw
+// line, so an older reader still reads a newer file's records of a kind it knows.
+//
+// Records cross the poll thread's queue, which must not allocate: every kind is a few integers, except
+// ThreadStart's name, which the sampler leaves empty (an empty std::string moves without allocating) and the
+// session fills in from /proc.
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace gilspy::raw {
+
+// Names a target (process) for the whole of a session; never reused, unlike an index into a list of targets.
+using TargetId = uint32_t;
+
+// What a thread is doing with the GIL.
+enum class GilRole : uint8_t { kReleased, kWaiting, kHolding };
+inline const char* to_string(GilRole role) {
+  switch (role) {
+    case GilRole::kHolding:
+      return "holding";
+    case GilRole::kWaiting:
+      return "waiting";
+    case GilRole::kReleased:
+      return "released";
+  }
+  return "released";
+}
+
+// A thread is seen for the first time. Raw line: ["T",tid,ts,name,tstate].
+// g++ 12 warns (maybe-uninitialized) inside this struct's implicit move when a variant holding another kind
+// is moved: a false positive of g++ 12 with std::variant and std::string; the pragma keeps it to this struct.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+struct ThreadStart {
+  int64_t tid = 0;  // OS thread id
+  int64_t ts = 0;
+  uint64_t tstate = 0;  // address of its PyThreadState
+  std::string name;  // empty from the sampler; the session names it ("MainThread", "thread <tid> (<comm>)")
+  bool operator==(const ThreadStart&) const = default;
+};
+#pragma GCC diagnostic pop
+
+// The thread is gone, or the recording ended. Raw line: ["E",tid,ts].
+struct ThreadEnd {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  bool operator==(const ThreadEnd&) const = default;
+};
+
+// The thread held the GIL from ts for dur (its drop_gil is at ts + dur). Raw line: ["H",tid,ts,dur].
+struct Hold {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  int64_t dur = 0;
+  bool operator==(const Hold&) const = default;
+};
+
+// The thread waited for the GIL (inside take_gil) from ts for dur. Raw line: ["W",tid,ts,dur].
+struct Wait {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  int64_t dur = 0;
+  bool operator==(const Wait&) const = default;
+};
+
+// From ts on, n threads sleep on the GIL's condition variable (emitted on change). Raw line: ["N",ts,n].
+struct Waiters {
+  int64_t ts = 0;
+  uint64_t n = 0;
+  bool operator==(const Waiters&) const = default;
+};
+
+// Counters so far, one per target at each stats tick of the poll loop and at its end. Raw line:
+// ["S",ts,polls,late,missed,handoffs_seen,handoffs_total]; new counters go at the end of the line.
+struct Stats {
+  int64_t ts = 0;
+  uint64_t polls = 0;   // polls of this target that read its GIL
+  uint64_t late = 0;    // poll-loop ticks that started more than a fifth of a period late (all targets)
+  uint64_t missed = 0;  // deadlines the poll loop skipped because a tick ran over a period (all targets)
+  uint64_t handoffs_seen = 0;   // GIL hand-offs between threads the sampler saw
+  uint64_t handoffs_total = 0;  // hand-offs that happened (switch_number)
+  bool operator==(const Stats&) const = default;
+};
+
+// Where a live thread stands at a stats tick: its role since `since`, still open at ts. A live view uses it
+// to count the open part of a long hold or wait, which no Hold/Wait record covers until it ends. Not stored
+// in raw files (the intervals say the same once they end); the raw writer skips it.
+struct ThreadState {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  GilRole role = GilRole::kReleased;
+  int64_t since = 0;
+  bool operator==(const ThreadState&) const = default;
+};
+
+using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ThreadState>;
+
+// A record and the target it belongs to: what goes through the sampler's queue to the session.
+struct TargetRecord {
+  TargetId target = 0;
+  Record record;
+};
+
+// For std::visit: overloaded{[](const Hold&) {...}, [](const auto&) {...}}.
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+// The record's time (its start, for an interval).
+inline int64_t time_of(const Record& r) {
+  return std::visit([](const auto& x) { return x.ts; }, r);
+}
+// The latest time the record covers: ts + dur for an interval, ts otherwise.
+inline int64_t end_of(const Record& r) {
+  return std::visit(
+      overloaded{[](const Hold& x) { return x.ts + x.dur; }, [](const Wait& x) { return x.ts + x.dur; },
+                 [](const auto& x) { return x.ts; }},
+      r);
+}
+// Moves every time in the record by `delta` ns (CLOCK_MONOTONIC -> the recording's timeline).
+inline void shift_time(Record& r, int64_t delta) {
+  std::visit(overloaded{[&](ThreadState& x) {
+                          x.ts += delta;
+                          x.since += delta;
+                        },
+                        [&](auto& x) { x.ts += delta; }},
+             r);
+}
+
+}  // namespace gilspy::raw
