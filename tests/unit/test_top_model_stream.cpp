@@ -36,7 +36,9 @@ std::vector<Interval> timeline(std::mt19937& rng, int64_t until) {
   return out;
 }
 
-int64_t overlap(const Interval& i, int64_t a, int64_t b) { return std::max<int64_t>(0, std::min(i.end, b) - std::max(i.start, a)); }
+int64_t overlap(const Interval& i, int64_t a, int64_t b) {
+  return std::max<int64_t>(0, std::min(i.end, b) - std::max(i.start, a));
+}
 
 // Feeds the model everything that happens in (from, to], in time order: completions first, then the tick.
 void feed(top::TopModel& m, const std::vector<Interval>& tl, int64_t from, int64_t to, bool tick_at_to) {
