@@ -1,0 +1,77 @@
+// render_json: the machine-readable batch output of `gilspy top`. Shares are fractions, lengths seconds, so
+// that a consumer needs no unit table; missing figures (no stats tick yet) are null, not zero.
+#include <nlohmann/json.hpp>
+
+#include "cli/top/top_render.hpp"
+
+namespace gilspy::top {
+
+namespace {
+
+double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json process_figures(const ProcessFigures& f) {
+  return {{"duration_s", seconds(f.duration_ns)},
+          {"gil_busy", f.gil_busy_share},
+          {"mean_waiters", or_null(f.mean_waiters)},
+          {"max_waiters", or_null(f.max_waiters)},
+          {"handoffs_per_s", or_null(f.handoffs_per_s)},
+          {"coverage", or_null(f.coverage)},
+          {"poll_rate_hz", or_null(f.poll_rate_hz)},
+          {"late_polls", f.late_polls},
+          {"missed_polls", f.missed_polls}};
+}
+
+nlohmann::json thread_figures(const ThreadFigures& f) {
+  return {{"lifetime_s", seconds(f.lifetime_ns)},
+          {"hold", f.hold_share},
+          {"wait", f.wait_share},
+          {"released", f.released_share},
+          {"holds", f.holds},
+          {"holds_per_s", f.holds_per_s},
+          {"mean_hold_s", seconds(f.mean_hold_ns)},
+          {"longest_hold_s", seconds(f.longest_hold_ns)},
+          {"longest_wait_s", seconds(f.longest_wait_ns)}};
+}
+
+}  // namespace
+
+std::string render_json(const TopSnapshot& s) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const ProcessRow& p : s.processes) {
+    nlohmann::json threads = nlohmann::json::array();
+    for (const ThreadRow& t : p.threads) {
+      threads.push_back({{"tid", t.tid},
+                         {"name", t.name},
+                         {"ended", t.ended},
+                         {"interval", thread_figures(t.interval)},
+                         {"total", thread_figures(t.total)}});
+    }
+    nlohmann::json extra = nlohmann::json::array();
+    for (const Figure& f : p.extra) extra.push_back({{"label", f.label}, {"value", f.value}, {"unit", f.unit}});
+    processes.push_back({{"id", p.id},
+                         {"pid", p.pid},
+                         {"command", p.command},
+                         {"python_version", p.python_version},
+                         {"rank", p.rank},
+                         {"ended", p.ended},
+                         {"warning", p.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.warning)},
+                         {"interval", process_figures(p.interval)},
+                         {"total", process_figures(p.total)},
+                         {"extra", extra},
+                         {"threads", threads}});
+  }
+  const nlohmann::json j = {{"now_ns", s.now_ns},
+                            {"interval_s", seconds(s.now_ns - s.interval_start_ns)},
+                            {"totals_s", seconds(s.now_ns - s.totals_start_ns)},
+                            {"processes", processes}};
+  // Thread names and commands come from the target: not necessarily UTF-8, and dump() must not throw on them.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace gilspy::top

@@ -1,0 +1,76 @@
+#pragma once
+// The window aggregation behind `gilspy top`. The recording core (through an adapter) feeds it the events of
+// every target as they arrive; every refresh, snapshot(now) closes the window [previous snapshot, now] and
+// returns plain figures for the window and for the totals (since start or the last reset).
+//
+// Contract with the feeder:
+//  - hold()/wait() are completed intervals, given when they end; they may begin in an earlier window.
+//  - open_state() gives each thread's still-open interval, with every stats tick. A hold or wait reported open
+//    is credited to each window up to the snapshot (it is open as far as anyone knows) and never again when it
+//    completes. Without open states a long hold shows only when it ends, in the window it ends in.
+//  - Timestamps are on one clock, the one snapshot()'s `now_ns` comes from.
+//  - Events of an id never added get a placeholder process until add_process() names it.
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cli/top/process_gauges.hpp"
+#include "cli/top/thread_account.hpp"
+#include "cli/top/top_types.hpp"
+
+namespace gilspy::top {
+
+// An ended thread (or process) is shown, flagged, in this many snapshots after its end, then dropped.
+inline constexpr int kEndedSnapshotsShown = 3;
+
+class TopModel {
+ public:
+  explicit TopModel(int64_t start_ns);  // the first window and the totals begin here
+
+  void add_process(ProcessInfo info);
+  void thread_started(uint32_t id, int64_t tid, std::string name, int64_t ts_ns);
+  void thread_ended(uint32_t id, int64_t tid, int64_t ts_ns);
+  void hold(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
+  void wait(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
+  void open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns);
+  void waiters(uint32_t id, int64_t ts_ns, int n);
+  void stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, std::vector<Figure> extra = {});
+  void process_ended(uint32_t id, int64_t ts_ns);
+
+  TopSnapshot snapshot(int64_t now_ns);  // closes the window [previous snapshot, now_ns]
+  void reset(int64_t now_ns);            // totals and the window restart at now_ns
+
+ private:
+  struct Thread {
+    int64_t tid = 0;
+    std::string name;
+    ThreadAccount account;
+    int shown_after_end = 0;
+  };
+  struct Process {
+    ProcessInfo info;
+    int64_t first_ns = -1, ended_ns = -1;
+    int shown_after_end = 0;
+    std::unordered_map<int64_t, Thread> threads;
+    std::vector<int64_t> order;  // tids in order of first appearance
+    WaiterGauge waiters;
+    PollTracker polls;
+    std::vector<Figure> extra;
+    int64_t busy_window_ns = 0, busy_total_ns = 0;
+
+    void note(int64_t ts_ns);  // the process's life in the model starts at its first event
+    Thread& thread(int64_t tid);
+  };
+
+  Process& process(uint32_t id);
+  Bounds bounds() const { return {window_start_ns_, totals_start_ns_}; }
+  void completed(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns);
+  ProcessRow close_process(Process& p, int64_t now_ns);
+  ProcessFigures process_figures(const Process& p, int64_t period_start_ns, int64_t now_ns, int64_t busy_ns) const;
+
+  int64_t window_start_ns_, totals_start_ns_;
+  std::vector<Process> processes_;  // a handful: found by a linear search, shown in this order
+};
+
+}  // namespace gilspy::top

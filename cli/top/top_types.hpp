@@ -1,0 +1,90 @@
+#pragma once
+// The plain data of `gilspy top`: what the recording core feeds the model (through a thin adapter, so this
+// header knows nothing of the sampler or the raw format), and the snapshot the model hands the renderers.
+// Times are nanoseconds on one clock (the sampler's); durations are nanoseconds; shares are fractions 0..1.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gilspy::top {
+
+// ---- input -------------------------------------------------------------------------------------------------
+
+enum class Role : uint8_t { kHolding, kWaiting, kReleased };
+
+struct ProcessInfo {
+  uint32_t id = 0;  // the caller's handle for the target; events name it
+  int64_t pid = 0;
+  std::string command;  // target-controlled: escaped by the renderers, not here
+  std::string python_version;
+  int64_t rank = 0;
+  // When recording this target began: the zero point of its cumulative poll counters. -1 when unknown; the
+  // first stats tick is then the baseline, and "since start" rates start from it.
+  int64_t start_ns = -1;
+};
+
+// Cumulative counters of one target's sampler, as of a stats tick.
+struct PollCounters {
+  uint64_t polls = 0, late = 0, missed = 0, handoffs_seen = 0, handoffs_total = 0;
+};
+
+// A named number shown in a process header: what later features (GC, CPU) add without changing the model.
+// The model shows the latest value it was given, unchanged.
+struct Figure {
+  std::string label;
+  double value = 0;
+  std::string unit;  // printed after the value ("ms", "%"); may be empty
+};
+
+// ---- snapshot ----------------------------------------------------------------------------------------------
+
+// One thread over one period: the last interval, or everything since start / the last reset.
+struct ThreadFigures {
+  int64_t lifetime_ns = 0;  // the thread's life inside the period: the denominator of the shares
+  double hold_share = 0, wait_share = 0, released_share = 0;
+  uint64_t holds = 0;  // holds that completed in the period
+  double holds_per_s = 0;  // per second of the thread's lifetime in the period
+  int64_t mean_hold_ns = 0;  // over the holds that completed in the period (0 when none)
+  int64_t longest_hold_ns = 0, longest_wait_ns = 0;  // completed ones, and the one still open
+};
+
+struct ThreadRow {
+  int64_t tid = 0;
+  std::string name;
+  bool ended = false;
+  ThreadFigures interval, total;
+};
+
+// One process over one period. Figures from poll statistics are empty when no stats tick fell in the period.
+struct ProcessFigures {
+  int64_t duration_ns = 0;  // the process's life inside the period
+  double gil_busy_share = 0;
+  std::optional<double> mean_waiters;  // time-weighted; empty before the first waiter count
+  std::optional<int> max_waiters;
+  std::optional<double> handoffs_per_s;
+  std::optional<double> coverage;  // hand-offs seen / happened; 1 when none happened
+  std::optional<double> poll_rate_hz;
+  uint64_t late_polls = 0, missed_polls = 0;
+};
+
+struct ProcessRow {
+  uint32_t id = 0;
+  int64_t pid = 0;
+  std::string command, python_version;
+  int64_t rank = 0;
+  bool ended = false;
+  ProcessFigures interval, total;
+  std::string warning;  // empty, or why the figures are not to be trusted right now
+  std::vector<Figure> extra;
+  std::vector<ThreadRow> threads;  // in order of first appearance; the renderer sorts
+};
+
+struct TopSnapshot {
+  int64_t now_ns = 0;
+  int64_t interval_start_ns = 0;  // the last interval is [interval_start_ns, now_ns]
+  int64_t totals_start_ns = 0;    // totals cover [totals_start_ns, now_ns]: start, or the last reset
+  std::vector<ProcessRow> processes;  // in order of add_process
+};
+
+}  // namespace gilspy::top
