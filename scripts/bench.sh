@@ -5,8 +5,9 @@
 #   2. bench/cost.py:    target throughput untraced / under each mode (alternated) on workloads b, c, the
 #                        thread-per-request server and d (16 threads: gilspy's CPU), and gilspy's CPU
 #   3. bench/table.py:   one markdown table, a row per mode: worst error per workload against cost
-# and prints the tables. The full run takes about 22 minutes on 2 cores (the estimate is printed at the start);
-# --quick about 3-4 minutes. Needs root for the uprobes (it still runs without: the uprobe columns then say why
+# and prints the tables. The full run (6 interpreters x 4 workloads x 5 modes of 3 s windows, then 4 workloads x
+# 5 modes x 5 pairs of 1.5 s phases) takes about 20 minutes on 2 cores (the estimate is printed at the start);
+# --quick (3.11 only, 1 s windows, 1 pair of 1 s phases) under 3 minutes. Needs root for the uprobes (it still runs without: the uprobe columns then say why
 # they are missing).
 # Usage: scripts/bench.sh [--quick] [--compare-only|--cost-only]
 #   env: MODES ("label=gilspy args,...", default below), PYTHONS (3.8,...,3.13; --quick: 3.11), COST_PYTHON (3.11),
@@ -55,15 +56,15 @@ prefix=()
 count() { local IFS=,; local -a x=($1); echo ${#x[@]}; }
 n_modes=$("$PY" -c 'import sys; sys.path.insert(0, "bench"); import benchlib; print(len(benchlib.parse_modes(sys.argv[1])))' "$MODES")
 n_py=$(count "$PYTHONS") n_cwl=$(count "$COMPARE_WORKLOADS") n_kwl=$(count "$COST_WORKLOADS")
-# Estimate, from measured runs on 2 cores: a comparison run is the window + ~4 s (workload start, bpftrace's
-# attach, the 0.5 s lead, bpftrace's and gilspy's exit), plus ~5 s to measure the probe cost once; a cost pair
-# is 2 phases + ~1.4 s (settle times, gilspy's start and exit), plus ~3 s per workload to start it and its first
-# untraced phase; uprobes / floor / sustain add their own.
+# Estimate, from a --quick run on 2 cores (load average 3-4): a comparison run is the window + ~3.2 s (workload
+# start, bpftrace's attach, the 0.5 s lead, bpftrace's and gilspy's exit), plus ~5 s to measure the probe cost
+# once; a cost pair is 2 phases + ~1.1 s (settle times, gilspy's start and exit), plus ~2.5 s per workload to
+# start it, and its first untraced phase; uprobes / floor / sustain add their own.
 estimate=$(awk -v c="$compare" -v k="$cost" -v np="$n_py" -v nc="$n_cwl" -v nk="$n_kwl" -v nm="$n_modes" \
   -v w="$WINDOW" -v p="$PHASE" -v r="$REPS" -v up="${COST_UPROBES:-0}" -v fl="${FLOOR:-0}" -v su="${SUSTAIN:-0}" \
   'BEGIN { s = 0
-           if (c) s += 5 + np * nc * nm * (w + 4)
-           if (k) { m = nm + 2 * (fl == 1); s += nk * (3 + p + 0.4 + r * m * (2 * p + 1.4)) + (up == 1) * nk * r * (2 * p + 4) + (su == 1) * 45 }
+           if (c) s += 5 + np * nc * nm * (w + 3.2)
+           if (k) { m = nm + 2 * (fl == 1); s += nk * (2.5 + p + 0.4 + r * m * (2 * p + 1.1)) + (up == 1) * nk * r * (2 * p + 4) + (su == 1) * 45 }
            printf "%d", s }')
 
 echo "# gilspy benchmark, $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
