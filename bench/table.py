@@ -167,7 +167,7 @@ def table(cmp_rows, cost_doc, max_foreign=None, legend=True):
             cells.append(" / ".join(hz(statistics.median(a["wl"][w]["hz"]))
                                     if a["wl"].get(w, {}).get("hz") else "-" for w in ACC_WORKLOADS))
         else:
-            cells += ["-", "-", "not in compare.json", "-"]
+            cells += ["-", "-", "not in compare.json" if cmp_rows else "-", "-"]
         for w in slow_wls:
             e = (c or {}).get("wl", {}).get(w)
             if e:
