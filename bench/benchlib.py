@@ -2,6 +2,7 @@
 import atexit
 import glob
 import json
+import shlex
 import shutil
 import os
 import signal
@@ -41,6 +42,27 @@ def find_python(spec):
     found = sorted((p for p in glob.glob(pattern) if os.access(p, os.X_OK)),
                    key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")[-3].split(".")])
     return found[-1] if found else None
+
+
+def parse_modes(text):
+    """'label=args,label2=args2' -> [(label, kind, words)]; kind: gilspy (args are gilspy's, empty = its
+    defaults), poller (args start with 'poller': tools/poller.c's), uprobes (args 'uprobes')."""
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        label, eq, spec = item.partition("=")
+        if not eq:
+            die(f"--modes: '{item}' is not label=args")
+        label = label.strip()
+        if any(label == o[0] for o in out):
+            die(f"--modes: label '{label}' given twice")
+        words = shlex.split(spec)
+        if words[:1] == ["poller"]:
+            out.append((label, "poller", words[1:]))
+        elif words == ["uprobes"]:
+            out.append((label, "uprobes", []))
+        else:
+            out.append((label, "gilspy", words))
+    return out
 
 
 def default_gilspy():

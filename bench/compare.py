@@ -9,7 +9,12 @@ Per thread: hold share and wait share (of the window) from both, their differenc
 counts; per run: GIL busy share both ways, gilspy's coverage (hand-offs seen / total, whole recording), the
 uprobe side's hand-offs (switches) in the window, gilspy's achieved rate and late polls.
 
-usage: compare.py [--python 3.8,3.9,...|PATH] [--workloads a,b,c,d] [--window 3] [--rate 10000]
+With --modes "label=gilspy args,..." each (interpreter, workload) is run once per mode (a new workload process
+each time); every row carries its mode, and the summary has a MODE column. bench/table.py puts the modes' worst
+errors next to their cost (cost.py --modes with the same labels).
+
+usage: compare.py [--python 3.8,3.9,...|PATH] [--workloads a,b,c,d] [--window 3]
+                  [--rate 10000 [--busy] | --modes "default=,r1k=-r 1000,busy=--busy -r 100000"]
                   [--json-out FILE] [--brief] [--check-threads]
 --check-threads (the ctest smoke test): exit 1 unless both sides saw the same set of threads; 77 when
 uprobes cannot attach. No timing is asserted.
@@ -17,6 +22,7 @@ uprobes cannot attach. No timing is asserted.
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -58,13 +64,16 @@ def calibrate(python, args):
     return t["wait_ns"] / t["waits"]
 
 
-def run_one(python, workload, args):
+def run_one(python, workload, mode, args):
+    """One workload process, gilspy with the mode's options (label, words) and the uprobes on it."""
+    label, words = mode
     wl = benchlib.Workload(python, workload, seconds=600)
     gs = None
     tracer = None
-    row = {"python": wl.ready["python"], "python_path": python, "workload": workload, "pid": wl.pid}
+    row = {"python": wl.ready["python"], "python_path": python, "workload": workload, "pid": wl.pid,
+           "mode": label, "mode_args": shlex.join(words)}
     try:
-        gs = benchlib.Gilspy(args.gilspy, wl.pid, args.rate, busy=args.busy, prefix=args.prefix.split())
+        gs = benchlib.Gilspy(args.gilspy, wl.pid, None, extra=words, prefix=args.prefix.split())
         try:
             tracer = uprobe_gil.UprobeTracer(wl.pid, args.lead, args.window, events=args.confusion,
                                              gil_addr=lock_address(args, wl.pid)).start()
@@ -101,7 +110,8 @@ def run_one(python, workload, args):
     raw = benchlib.Raw(path)
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
-        stem = os.path.join(args.keep, f"{row['python']}_{workload}")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+        stem = os.path.join(args.keep, f"{row['python']}_{workload}_{safe}")
         os.replace(path, stem + ".gilspy.json")
         if up:
             with open(stem + ".uprobe.json", "w") as f:
@@ -114,8 +124,12 @@ def run_one(python, workload, args):
     summ = raw.summary
     row["gilspy"] = {k: summ.get(k) for k in ("coverage", "handoffs_seen", "handoffs_total", "polls", "late_polls",
                                                "missed_polls", "rate_achieved_hz", "rate_asked_hz",
-                                               "unknown_holder_polls", "task_reads", "gil_busy_share")}
+                                               "unknown_holder_polls", "task_reads", "gil_busy_share",
+                                               "poll_mode", "dense_polls", "poller_cpu_moves")}
     row["gilspy_rc"] = gs.rc
+    if gs.rusage is not None and gs.t_end > gs.t_start:
+        # gilspy's CPU over its whole life (attach included), % of one core: with the uprobes on the target.
+        row["gilspy_cpu_life"] = (gs.rusage.ru_utime + gs.rusage.ru_stime) / ((gs.t_end - gs.t_start) / 1e9)
     if up:
         row["uprobe"] = {k: up[k] for k in ("takes_in_window", "drops_in_window", "switches", "calls_take",
                                              "calls_drop", "hold_unknown_start", "wait_unknown_start",
@@ -171,7 +185,8 @@ def pct(x):
 
 
 def print_row(row, brief):
-    name = f"Python {row['python']}, workload {row['workload']} ({benchlib.WORKLOAD_NAMES[row['workload']]})"
+    name = (f"Python {row['python']}, workload {row['workload']} ({benchlib.WORKLOAD_NAMES[row['workload']]}), "
+            f"mode {row['mode']} (gilspy {row['mode_args'] or 'defaults'})")
     print(f"\n== {name}")
     if row.get("error"):
         print(f"   ERROR: {row['error']}")
@@ -217,7 +232,8 @@ def print_row(row, brief):
               "an inlined copy the uprobes miss")
     cov = g.get("coverage")
     print(f"   gilspy: coverage {100 * cov:.1f} % ({g['handoffs_seen']} of {g['handoffs_total']} hand-offs, whole "
-          f"recording), {g['rate_achieved_hz']:.0f} Hz of {g['rate_asked_hz']:.0f}, {g['late_polls']} late, "
+          f"recording), {g.get('poll_mode') or '?'} schedule, {g['rate_achieved_hz']:.0f} Hz mean "
+          f"(peak {g['rate_asked_hz']:.0f}), {g['late_polls']} late, "
           f"{g['missed_polls']} missed polls" if cov is not None else "   gilspy: no summary")
     if up:
         print(f"   max |Δ| hold {row['max_d_hold_pp']:.2f} pp, wait {row['max_d_wait_pp']:.2f} pp (adjusted for the "
@@ -230,11 +246,12 @@ def print_row(row, brief):
 def print_summary(rows):
     print("\n== Summary (targets on a, b, d: every thread's hold within 1 pp, wait within 3 pp of the uprobes; "
           "'adj' moves the uretprobe's own cost from their wait to their hold; the verdict uses adj)")
-    print(f"   {'PYTHON':<8} {'WL':<2} {'max|Δhold|':>10} {'adj':>5} {'max|Δwait|':>10} {'adj':>5} {'busy up':>8} "
+    mw = max([4] + [len(r.get("mode", "")) for r in rows])
+    print(f"   {'PYTHON':<8} {'WL':<2} {'MODE':<{mw}} {'max|Δhold|':>10} {'adj':>5} {'max|Δwait|':>10} {'adj':>5} {'busy up':>8} "
           f"{'gilspy':>7} {'coverage':>9} {'hand-offs/s':>11} {'holds up':>9} {'gilspy':>7} {'rate Hz':>8} {'late':>6}  verdict")
     for row in rows:
         if "threads" not in row:
-            print(f"   {row['python']:<8} {row['workload']:<2} {'error: ' + row.get('error', '?')[:80]}")
+            print(f"   {row['python']:<8} {row['workload']:<2} {row['mode']:<{mw}} {'error: ' + row.get('error', '?')[:80]}")
             continue
         g = row["gilspy"]
         W = (row["window"][1] - row["window"][0]) / 1e9
@@ -243,15 +260,32 @@ def print_summary(rows):
             verdict = ("ok" if ok else "MISS") if row["workload"] in "abd" else "(no target)"
             if row.get("error"):
                 verdict += " (invalid: " + row["error"][:40] + ")"
-            print(f"   {row['python']:<8} {row['workload']:<2} {row['max_d_hold_pp']:9.2f}  {row['max_da_hold_pp']:5.2f} "
+            print(f"   {row['python']:<8} {row['workload']:<2} {row['mode']:<{mw}} {row['max_d_hold_pp']:9.2f}  {row['max_da_hold_pp']:5.2f} "
                   f"{row['max_d_wait_pp']:9.2f}  {row['max_da_wait_pp']:5.2f} "
                   f"{pct(row['u_busy']):>8} {pct(row['g_busy']):>7} {100 * (g['coverage'] or 0):8.1f}% "
                   f"{row['uprobe']['switches'] / W:11.0f} {row['u_holds_window']:>9} {row['g_holds_window']:>7} "
                   f"{g['rate_achieved_hz']:8.0f} {g['late_polls']:>6}  {verdict}")
         else:
-            print(f"   {row['python']:<8} {row['workload']:<2} {'-':>10} {'-':>5} {'-':>10} {'-':>5} {'-':>8} {pct(row['g_busy']):>7} "
+            print(f"   {row['python']:<8} {row['workload']:<2} {row['mode']:<{mw}} {'-':>10} {'-':>5} {'-':>10} {'-':>5} {'-':>8} {pct(row['g_busy']):>7} "
                   f"{100 * (g['coverage'] or 0):8.1f}% {'-':>11} {'-':>9} {row['g_holds_window']:>7} "
                   f"{g['rate_achieved_hz']:8.0f} {g['late_polls']:>6}  uprobes unavailable")
+
+
+def modes_of(args):
+    """[(label, gilspy words)] from --modes, or the one mode --rate / --busy / neither asks for."""
+    if args.modes:
+        if args.rate or args.busy:
+            benchlib.die("--modes and --rate / --busy: give the rate inside a mode ('r10k=-r 10000')")
+        modes = benchlib.parse_modes(args.modes)
+        bad = [label for label, kind, _ in modes if kind != "gilspy"]
+        if bad:
+            benchlib.die(f"--modes: compare.py runs gilspy modes only, not {', '.join(bad)}")
+        return [(label, words) for label, _, words in modes]
+    if args.rate or args.busy:
+        words = (["-r", f"{args.rate:g}"] if args.rate else []) + (["--busy"] if args.busy else [])
+        label = "gilspy " + ("busy " if args.busy else "") + (f"{args.rate / 1000:g}k" if args.rate else "")
+        return [(label.strip(), words)]
+    return [("default", [])]
 
 
 def main():
@@ -260,9 +294,13 @@ def main():
     ap.add_argument("--workloads", default="a,b,c,d")
     ap.add_argument("--window", type=float, default=3.0, help="seconds compared")
     ap.add_argument("--lead", type=float, default=0.5, help="seconds from bpftrace's attach to the window")
-    ap.add_argument("--rate", type=float, default=0, help="gilspy's fixed poll rate (default: gilspy's own default, "
-                    "the adaptive schedule)")
-    ap.add_argument("--busy", action="store_true", help="gilspy --busy")
+    ap.add_argument("--rate", type=float, default=0, help="gilspy's fixed poll rate: one mode, labelled 'gilspy "
+                    "Nk' (default: gilspy's own default, the adaptive schedule)")
+    ap.add_argument("--busy", action="store_true", help="gilspy --busy (with --rate)")
+    ap.add_argument("--modes", default="",
+                    help="'label=ARGS,...': each (interpreter, workload) is run once per mode, ARGS being gilspy "
+                         "record options (empty: gilspy's defaults), e.g. 'default=,r1k=-r 1000,busy=--busy -r "
+                         "100000'. Not with --rate / --busy. Default: one mode 'default', gilspy's defaults")
     ap.add_argument("--gilspy", default=benchlib.default_gilspy())
     ap.add_argument("--prefix", default="", help="command words before gilspy, e.g. 'chrt -f 10' (real-time "
                                                   "priority: no late polls on a loaded machine)")
@@ -281,6 +319,7 @@ def main():
                     help="also print every transition from bpftrace (costly: ~8 µs per event in the target) and "
                          "show, per thread, how much time gilspy put in the wrong state")
     args = ap.parse_args()
+    args.modes = modes_of(args)
     if not args.gilspy:
         benchlib.die("gilspy not found: build it (cmake --build build) or pass --gilspy")
     args.gilspy = benchlib.snapshot_gilspy(args.gilspy)
@@ -304,13 +343,14 @@ def main():
                 return 77
             continue
         for w in args.workloads.split(","):
-            row = run_one(python, w, args)
-            if args.check_threads and row.get("uprobe_unavailable"):
-                print(f"SKIPPED: uprobes unavailable: {row['uprobe_unavailable']}")
-                return 77
-            rows.append(row)
-            print_row(row, args.brief)
-            sys.stdout.flush()
+            for mode in args.modes:
+                row = run_one(python, w, mode, args)
+                if args.check_threads and row.get("uprobe_unavailable"):
+                    print(f"SKIPPED: uprobes unavailable: {row['uprobe_unavailable']}")
+                    return 77
+                rows.append(row)
+                print_row(row, args.brief)
+                sys.stdout.flush()
     print_summary(rows)
     if args.json_out:
         with open(args.json_out, "w") as f:

@@ -26,7 +26,6 @@ usage: cost.py [--python 3.11] [--workloads b,c,server] [--phase 2.5] [--reps 5]
 import argparse
 import json
 import os
-import shlex
 import shutil
 import signal
 import statistics
@@ -51,24 +50,6 @@ PERF_NAMES = {"context-switches": "cs", "cpu-migrations": "migr", "sched:sched_s
 
 def khz(rate):
     return f"{rate / 1000:g}k"
-
-
-def parse_modes(text):
-    """'label=args,label2=args2' -> [(label, kind, words)]; kind: gilspy (args are gilspy's, empty = its
-    defaults), poller (args start with 'poller': tools/poller.c's), uprobes (args 'uprobes')."""
-    out = []
-    for item in filter(None, (x.strip() for x in text.split(","))):
-        label, eq, spec = item.partition("=")
-        if not eq:
-            benchlib.die(f"--modes: '{item}' is not label=args")
-        words = shlex.split(spec)
-        if words[:1] == ["poller"]:
-            out.append((label, "poller", words[1:]))
-        elif words == ["uprobes"]:
-            out.append((label, "uprobes", []))
-        else:
-            out.append((label, "gilspy", words))
-    return out
 
 
 def measure(wl, t_a, t_b, per_cpu=False):
@@ -523,7 +504,7 @@ def main():
             for run in json.load(f)["throughput"]:
                 print_throughput(run, args.max_foreign)
         return 0
-    args.modes = parse_modes(args.modes)
+    args.modes = benchlib.parse_modes(args.modes)
     if args.rates is None:
         args.rates = "" if args.modes else "1000,10000,50000"
     args.rates = [int(float(r)) for r in args.rates.split(",") if r]
