@@ -33,6 +33,12 @@ Runner add_record_command(CLI::App& app) {
                                "10000 Hz around hand-offs and forced switches, down to 500 Hz while the GIL's "
                                "state is steady")
                    ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--cpu-budget", opts->cpu_budget_pct,
+                  "Adaptive polling: the most CPU gilspy's poll thread may use, in % of one core; when a target keeps "
+                  "it busy (a server, threads releasing the GIL all the time) it polls less often around hand-offs "
+                  "instead. 0: no limit")
+      ->default_val(4.0)
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)");
   cmd->add_flag("--no-trace", opts->no_trace, "Write only the raw file, not the Chrome trace");

@@ -55,6 +55,7 @@ int run_record(const RecordOptions& o) {
        .command = o.command,
        .loop = {.rate_hz = o.rate_hz,
                 .adaptive = o.adaptive && !o.busy,
+                .cpu_budget = o.cpu_budget_pct / 100,
                 .placement = o.placement,
                 .duration_s = o.duration_s,
                 .busy = o.busy,

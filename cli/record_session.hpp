@@ -14,6 +14,7 @@ struct RecordOptions {
   double duration_s = 0;
   double rate_hz = 10000;  // adaptive: the peak rate; fixed: the rate
   bool adaptive = true;    // false when -r or --busy asked for a fixed rate
+  double cpu_budget_pct = 4;  // adaptive: the poll thread's CPU budget, % of one core (0: none)
   std::string output_dir;
   bool no_trace = false;
   bool busy = false;

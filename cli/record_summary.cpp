@@ -37,6 +37,10 @@ void print_target_summary(const FinishedTarget& done, double rate_asked, bool qu
                summary.polls(), mean_rate, loop.poll_mode, rate_asked, loop.late, loop.missed,
                loop.poller_scheduling, 100 * summary.gil_busy_share());
   }
+  if (loop.budget_limited > 0 && summary.polls() > 0) {
+    fmt::print("  the CPU budget (--cpu-budget) held the peak rate down for {:.0f} % of the polls\n",
+               100.0 * static_cast<double>(loop.budget_limited) / static_cast<double>(summary.polls()));
+  }
   fmt::print("  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %)\n",
              summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
   if (loop.dropped_events > 0) {

@@ -247,6 +247,7 @@ SessionOutcome Session::run() {
     fig.poll_mode = m.options.loop.busy ? "busy" : m.options.loop.adaptive ? "adaptive" : "fixed";
     fig.dense_polls = lc.dense_polls.load();
     fig.placement_moves = lc.placement_moves.load();
+    fig.budget_limited = lc.budget_limited.load();
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();

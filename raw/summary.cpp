@@ -107,6 +107,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"poll_mode", loop.poll_mode},
           {"dense_polls", loop.dense_polls},
           {"poller_cpu_moves", loop.placement_moves},
+          {"budget_limited_polls", loop.budget_limited},
           {"dropped_events", loop.dropped_events},
           {"unknown_holder_polls", loop.unknown_holder_polls},
           {"task_reads", loop.task_reads},

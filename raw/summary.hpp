@@ -30,6 +30,7 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   std::string poll_mode;     // "adaptive", "fixed" or "busy"; empty for a recovered file
   uint64_t dense_polls = 0;  // polls on the peak rate's period (adaptive mode)
   uint64_t placement_moves = 0;
+  uint64_t budget_limited = 0;  // polls taken while the CPU budget held the peak rate down
   std::string stop_reason;
   bool threads_truncated = false;
 };

@@ -1,5 +1,6 @@
 #include "sampler/poll_loop.hpp"
 
+#include "sampler/cpu_budget.hpp"
 #include "sampler/poller_placement.hpp"
 
 #include <pthread.h>
@@ -115,6 +116,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
   int64_t next_stats = start + stats_period;
   std::vector<int> holder_cpus(options_.max_targets, -1);  // before the loop: the loop never allocates
   int64_t step = period;
+  CpuBudget budget(options_.adaptive ? options_.cpu_budget : 0.0, period);
 
   StopReason reason = StopReason::kStopped;
   while (true) {
@@ -164,6 +166,8 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       counters_.placement_moves.store(placement.moves(), std::memory_order_relaxed);
       next_placement_check = now + kPlacementRecheckNs;
     }
+    if (budget.floor() > period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
+    schedule.set_floor(budget.update(now));
     step = schedule.next_step(now);
     deadline += step;
     const int64_t after = monotonic_ns();

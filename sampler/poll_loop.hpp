@@ -20,6 +20,7 @@ struct PollLoopOptions {
   double rate_hz = 10000;  // adaptive: the rate while something may change; fixed: the rate
   bool adaptive = true;    // poll densely only around changes (poll_schedule.hpp); false: a fixed rate
   int64_t sparse_max_ns = 2'000'000;  // adaptive: the longest step while the GIL's state is steady
+  double cpu_budget = 0.04;  // adaptive: the poll thread's CPU, as a share of one core (cpu_budget.hpp); 0: none
   bool placement = true;   // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core
@@ -52,6 +53,7 @@ struct LoopCounters {
   std::atomic<PollerScheduling> scheduling{PollerScheduling::kNormal};  // what the poll thread got
   std::atomic<uint64_t> dense_polls{0};      // ticks on the dense period (all of them at a fixed rate)
   std::atomic<uint64_t> placement_moves{0};  // times the poll thread changed CPUs to avoid a holder
+  std::atomic<uint64_t> budget_limited{0};   // ticks taken while the CPU budget held the peak rate down
 };
 
 int64_t monotonic_ns();

@@ -10,7 +10,7 @@ void PollSchedule::add(const PollActivity& a, int64_t now) {
                         now < a.expected_due_ns + o_.due_grace_ns + o_.overdue_span_ns;
   // A forced switch that came when it was due needs no lingering: the next one is due an interval later.
   if (changed && !expected) linger_until_ = std::max(linger_until_, now + o_.linger_ns);
-  if (changed && !expected && step_ > o_.dense_ns) surprise_ = true;
+  if (changed && !expected && step_ > dense_) surprise_ = true;
   if (now < linger_until_ || (a.switch_due_ns >= 0 && in_due_window(a.switch_due_ns, now))) active_ = true;
   if (a.switch_due_ns >= 0) {
     // Past the window the switch is overdue: the waiter that forces it re-armed its timer unseen, or the woken
@@ -22,20 +22,20 @@ void PollSchedule::add(const PollActivity& a, int64_t now) {
 }
 
 int64_t PollSchedule::next_step(int64_t now) {
-  if (!o_.adaptive) return step_ = o_.dense_ns;
+  if (!o_.adaptive) return step_ = dense_;
   if (surprise_) {
     ++surprises_;
-    ceiling_ = std::max(o_.dense_ns, ceiling_ / 2);
-  } else if (step_ >= ceiling_ && step_ > o_.dense_ns) {
+    ceiling_ = std::max(dense_, ceiling_ / 2);
+  } else if (step_ >= ceiling_ && step_ > dense_) {
     ceiling_ = std::min(o_.sparse_max_ns, ceiling_ + ceiling_ / 8);
   }
-  if (active_ || surprise_) return step_ = o_.dense_ns;
-  step_ = std::min(step_ * 2, std::max(ceiling_, o_.dense_ns));
-  if (overdue_) step_ = std::min(step_, o_.overdue_step_ns);
+  if (active_ || surprise_) return step_ = dense_;
+  step_ = std::min(std::max(step_ * 2, dense_), std::max(ceiling_, dense_));
+  if (overdue_) step_ = std::max(dense_, std::min(step_, o_.overdue_step_ns));
   // Never sleep past the start of the dense window before a forced switch.
   if (due_ != INT64_MAX) {
     const int64_t until_window = due_ - o_.due_lead_ns - now;
-    if (until_window < step_) step_ = std::max(o_.dense_ns, until_window);
+    if (until_window < step_) step_ = std::max(dense_, until_window);
   }
   return step_;
 }

@@ -17,6 +17,7 @@
 // when forced are polled sparsely; threads that sleep, do I/O or release the GIL in C calls keep the schedule
 // dense, where they need it. Any change returns to dense polling at once. Deadlines stay absolute: each is the
 // previous deadline plus the step chosen, so lateness is measured as before.
+#include <algorithm>
 #include <cstdint>
 
 namespace gilspy::sampler {
@@ -41,7 +42,7 @@ struct ScheduleOptions {
 
 class PollSchedule {
  public:
-  explicit PollSchedule(ScheduleOptions o) : o_(o), step_(o.dense_ns), ceiling_(o.sparse_max_ns) {}
+  explicit PollSchedule(ScheduleOptions o) : o_(o), dense_(o.dense_ns), step_(o.dense_ns), ceiling_(o.sparse_max_ns) {}
 
   // Before the targets of a tick are added.
   void begin_tick() {
@@ -54,7 +55,9 @@ class PollSchedule {
   void add(const PollActivity& a, int64_t now);
   // The step from the current deadline to the next one.
   int64_t next_step(int64_t now);
-  bool dense() const { return step_ == o_.dense_ns; }
+  // The CPU budget's floor on every step (cpu_budget.hpp): the dense period becomes max(dense_ns, floor).
+  void set_floor(int64_t floor_ns) { dense_ = std::max(o_.dense_ns, floor_ns); }
+  bool dense() const { return step_ <= dense_; }
   int64_t ceiling() const { return ceiling_; }
   uint64_t surprises() const { return surprises_; }
 
@@ -63,6 +66,7 @@ class PollSchedule {
     return now >= due - o_.due_lead_ns && now < due + o_.due_grace_ns;
   }
   ScheduleOptions o_;
+  int64_t dense_;    // the dense period in force: dense_ns, or the CPU budget's floor
   int64_t step_;     // the step that led to the current tick
   int64_t ceiling_;  // the longest step for now
   bool active_ = false;

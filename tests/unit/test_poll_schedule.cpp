@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "sampler/cpu_budget.hpp"
 #include "sampler/poll_schedule.hpp"
 #include "sampler/task_cpu.hpp"
 #include "sampler/threads.hpp"
@@ -125,4 +126,30 @@ TEST_CASE("thread walker: every version's thread state fields fit the one region
     const auto layout = gilspy::layouts::layout_for(*gilspy::elf::parse_version_text(v));
     CHECK_NOTHROW(ThreadWalker(1, layout, 0x1000));
   }
+}
+
+TEST_CASE("cpu budget: the floor rises while the poll thread is over budget and falls back when well under") {
+  CpuBudget b(0.04, kDense);
+  CHECK(b.floor() == kDense);
+  for (int i = 0; i < 50; ++i) b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs / 10);  // 10 % of a core
+  CHECK(b.floor() == 2 * kMs);  // capped
+  int64_t before = b.floor();
+  b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs * 35 / 1000);  // 3.5 %: within budget, not well under
+  CHECK(b.floor() == before);
+  for (int i = 0; i < 50; ++i) b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs / 100);  // 1 %
+  CHECK(b.floor() == kDense);
+
+  CpuBudget none(0, kDense);
+  none.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs);
+  CHECK(none.floor() == kDense);
+}
+
+TEST_CASE("schedule: the budget's floor stretches the dense period and every step") {
+  PollSchedule s(options());
+  s.set_floor(3 * kDense);
+  PollActivity a;
+  a.last_change_ns = 0;
+  CHECK(tick(s, a, 0) == 3 * kDense);  // "dense" is now the floor
+  s.set_floor(0);
+  CHECK(tick(s, a, 3 * kDense) == kDense);
 }

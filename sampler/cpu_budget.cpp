@@ -1,0 +1,42 @@
+#include "sampler/cpu_budget.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace gilspy::sampler {
+
+int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+CpuBudget::CpuBudget(double share, int64_t dense_ns, int64_t max_floor_ns)
+    : share_(share), dense_ns_(dense_ns), max_floor_ns_(std::max(dense_ns, max_floor_ns)), floor_(dense_ns) {}
+
+int64_t CpuBudget::update(int64_t now) {
+  if (share_ <= 0) return floor_;
+  if (window_start_ < 0) {
+    window_start_ = now;
+    cpu_start_ = thread_cpu_ns();
+  } else if (now - window_start_ >= kWindowNs) {
+    const int64_t cpu = thread_cpu_ns();
+    observe(now - window_start_, cpu - cpu_start_);
+    window_start_ = now;
+    cpu_start_ = cpu;
+  }
+  return floor_;
+}
+
+void CpuBudget::observe(int64_t wall_ns, int64_t cpu_ns) {
+  if (share_ <= 0 || wall_ns <= 0) return;
+  const double used = static_cast<double>(cpu_ns) / static_cast<double>(wall_ns);
+  if (used > share_) {
+    floor_ = std::min(max_floor_ns_, floor_ + std::max<int64_t>(1, floor_ / 4));
+  } else if (used < 0.8 * share_) {
+    floor_ = std::max(dense_ns_, floor_ - floor_ / 5);
+  }
+}
+
+}  // namespace gilspy::sampler
