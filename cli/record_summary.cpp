@@ -1,5 +1,7 @@
 #include "cli/record_summary.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace gilspy::cli {
@@ -26,20 +28,20 @@ void print_target_summary(const FinishedTarget& done, double rate_asked, bool qu
   }
   if (quiet) return;
   const double mean_rate = seconds > 0 ? static_cast<double>(summary.polls()) / seconds : 0.0;
+  const double polls = static_cast<double>(std::max<uint64_t>(1, summary.polls()));
   if (loop.poll_mode == "adaptive") {
-    fmt::print("  {} polls, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs ({:.0f} % of polls); {} late, "
+    fmt::print("  {} polls, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs for {:.0f} % of them{}; {} late, "
                "{} missed, poll thread {}; GIL busy {:.1f} %\n",
-               summary.polls(), mean_rate, rate_asked,
-               summary.polls() > 0 ? 100.0 * static_cast<double>(loop.dense_polls) / summary.polls() : 0.0, loop.late,
-               loop.missed, loop.poller_scheduling, 100 * summary.gil_busy_share());
+               summary.polls(), mean_rate, rate_asked, 100.0 * static_cast<double>(loop.dense_polls) / polls,
+               loop.budget_limited > 0
+                   ? fmt::format(" (the CPU budget slowed {:.0f} %)",
+                                 100.0 * static_cast<double>(loop.budget_limited) / polls)
+                   : "",
+               loop.late, loop.missed, loop.poller_scheduling, 100 * summary.gil_busy_share());
   } else {
     fmt::print("  {} polls at {:.0f} Hz ({} {:.0f}), {} late, {} missed, poll thread {}; GIL busy {:.1f} %\n",
                summary.polls(), mean_rate, loop.poll_mode, rate_asked, loop.late, loop.missed,
                loop.poller_scheduling, 100 * summary.gil_busy_share());
-  }
-  if (loop.budget_limited > 0 && summary.polls() > 0) {
-    fmt::print("  the CPU budget (--cpu-budget) held the peak rate down for {:.0f} % of the polls\n",
-               100.0 * static_cast<double>(loop.budget_limited) / static_cast<double>(summary.polls()));
   }
   fmt::print("  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %)\n",
              summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
