@@ -8,8 +8,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -33,9 +33,12 @@ int64_t realtime_ns() {
 
 const char* to_string(PollerScheduling s) {
   switch (s) {
-    case PollerScheduling::kRealtime: return "SCHED_FIFO";
-    case PollerScheduling::kNice: return "nice -10";
-    case PollerScheduling::kNormal: return "normal";
+    case PollerScheduling::kRealtime:
+      return "SCHED_FIFO";
+    case PollerScheduling::kNice:
+      return "nice -10";
+    case PollerScheduling::kNormal:
+      return "normal";
   }
   return "normal";
 }
@@ -43,7 +46,8 @@ const char* to_string(PollerScheduling s) {
 namespace {
 
 void sleep_until(int64_t deadline_ns) {
-  timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
+  timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000),
+              static_cast<long>(deadline_ns % 1'000'000'000)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
   }
 }
@@ -58,8 +62,8 @@ PollLoop::PollLoop(PollLoopOptions options, RecordQueue& queue) : options_(optio
 void PollLoop::add(ProcessSampler& sampler) {
   std::lock_guard lock(commands_mutex_);
   if (targets_added_ >= options_.max_targets) {
-    throw Error(ErrorKind::kUsage, "too many targets for one recording (at most " +
-                                       std::to_string(options_.max_targets) + ")");
+    throw Error(ErrorKind::kUsage,
+                "too many targets for one recording (at most " + std::to_string(options_.max_targets) + ")");
   }
   ++targets_added_;
   commands_.push_back({Command::Kind::kAddTarget, &sampler});  // capacity reserved: no allocation
@@ -86,6 +90,28 @@ void PollLoop::emit_stats(int64_t now) {
   for (const Target& t : targets_) t.sampler->emit_stats(now, late, missed);
 }
 
+int64_t PollLoop::next_step(int64_t now, Pacing& p) {
+  constexpr int64_t kPlacementRecheckNs = 10'000'000;  // holders also move between CPUs without a hand-off
+  p.schedule.begin_tick();
+  bool changed = false;
+  for (const Target& t : targets_) {
+    if (!t.live) continue;
+    const PollActivity& a = t.sampler->activity();
+    p.schedule.add(a, now);
+    changed = changed || a.last_change_ns == now;
+  }
+  if ((changed || now >= p.next_placement_check) && p.placement.due(now)) {
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      p.holder_cpus[i] = targets_[i].live ? targets_[i].sampler->holder_cpu() : -1;
+    }
+    p.placement.update(std::span(p.holder_cpus).first(targets_.size()), now);
+    counters_.placement_moves.store(p.placement.moves(), std::memory_order_relaxed);
+    p.next_placement_check = now + kPlacementRecheckNs;
+  }
+  p.schedule.set_floor(p.budget.update(now));
+  return p.schedule.next_step(now);
+}
+
 StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop) {
   for (ProcessSampler* s : samplers) add(*s);
   return run(stop);
@@ -104,19 +130,21 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
     counters_.scheduling = PollerScheduling::kNice;
   }
   const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
-  PollSchedule schedule({.dense_ns = period, .adaptive = options_.adaptive, .sparse_max_ns = options_.sparse_max_ns});
-  PollerPlacement placement(options_.placement);
-  constexpr int64_t kPlacementRecheckNs = 10'000'000;  // holders also move between CPUs without a hand-off
-  int64_t next_placement_check = 0;
+  Pacing pacing{
+      .schedule = PollSchedule(
+          {.dense_ns = period, .adaptive = options_.adaptive, .sparse_max_ns = options_.sparse_max_ns}),
+      .placement = PollerPlacement(options_.placement),
+      .budget = CpuBudget(options_.adaptive ? options_.cpu_budget : 0.0, period),
+      .holder_cpus = std::vector<int>(options_.max_targets, -1),  // before the loop: the loop never allocates
+  };
   const int64_t start = monotonic_ns();
-  const int64_t end = options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
+  const int64_t end =
+      options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
   counters_.start_ns = start;
   int64_t deadline = start;
   const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
   int64_t next_stats = start + stats_period;
-  std::vector<int> holder_cpus(options_.max_targets, -1);  // before the loop: the loop never allocates
   int64_t step = period;
-  CpuBudget budget(options_.adaptive ? options_.cpu_budget : 0.0, period);
 
   StopReason reason = StopReason::kStopped;
   while (true) {
@@ -135,7 +163,8 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
     const int64_t lateness = now - deadline;
     if (lateness > step / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
     if (step == period) counters_.dense_polls.fetch_add(1, std::memory_order_relaxed);
-    if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed)) counters_.max_lateness_ns = lateness;
+    if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed))
+      counters_.max_lateness_ns = lateness;
     for (Target& t : targets_) {
       if (t.live && !t.sampler->poll(now)) {
         t.live = false;
@@ -152,23 +181,8 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       emit_stats(now);
       next_stats += stats_period;
     }
-    schedule.begin_tick();
-    bool changed = false;
-    for (const Target& t : targets_) {
-      if (!t.live) continue;
-      const PollActivity& a = t.sampler->activity();
-      schedule.add(a, now);
-      changed = changed || a.last_change_ns == now;
-    }
-    if ((changed || now >= next_placement_check) && placement.due(now)) {
-      for (size_t i = 0; i < targets_.size(); ++i) holder_cpus[i] = targets_[i].live ? targets_[i].sampler->holder_cpu() : -1;
-      placement.update(std::span(holder_cpus).first(targets_.size()), now);
-      counters_.placement_moves.store(placement.moves(), std::memory_order_relaxed);
-      next_placement_check = now + kPlacementRecheckNs;
-    }
-    if (budget.floor() > period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
-    schedule.set_floor(budget.update(now));
-    step = schedule.next_step(now);
+    if (pacing.budget.floor() > period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
+    step = next_step(now, pacing);
     deadline += step;
     const int64_t after = monotonic_ns();
     if (after - deadline >= step) {

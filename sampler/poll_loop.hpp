@@ -1,16 +1,19 @@
 #pragma once
-// The poll loop: polls every target on absolute deadlines (CLOCK_MONOTONIC, TIMER_ABSTIME, timer slack lowered
-// so the kernel does not batch our wake-ups), counts late and missed polls instead of hiding them, and at each
-// stats tick (1 s by default) has every target emit its counters and its threads' current state, so even a
-// killed recording keeps its counters and a live view can show holds that have not ended. Targets can be added
-// while it runs (whole-job recording finds processes as they start) through a small command queue that the
-// loop looks at, without locking, at the top of each tick.
+// The poll loop: polls every target on absolute deadlines (CLOCK_MONOTONIC, TIMER_ABSTIME, timer slack
+// lowered so the kernel does not batch our wake-ups), counts late and missed polls instead of hiding them,
+// and at each stats tick (1 s by default) has every target emit its counters and its threads' current state,
+// so even a killed recording keeps its counters and a live view can show holds that have not ended. Targets
+// can be added while it runs (whole-job recording finds processes as they start) through a small command
+// queue that the loop looks at, without locking, at the top of each tick.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include "sampler/cpu_budget.hpp"
+#include "sampler/poll_schedule.hpp"
+#include "sampler/poller_placement.hpp"
 #include "sampler/process_sampler.hpp"
 #include "sampler/record_queue.hpp"
 
@@ -20,8 +23,9 @@ struct PollLoopOptions {
   double rate_hz = 10000;  // adaptive: the rate while something may change; fixed: the rate
   bool adaptive = true;    // poll densely only around changes (poll_schedule.hpp); false: a fixed rate
   int64_t sparse_max_ns = 2'000'000;  // adaptive: the longest step while the GIL's state is steady
-  double cpu_budget = 0.04;  // adaptive: the poll thread's CPU, as a share of one core (cpu_budget.hpp); 0: none
-  bool placement = true;   // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
+  double cpu_budget =
+      0.04;               // adaptive: the poll thread's CPU, as a share of one core (cpu_budget.hpp); 0: none
+  bool placement = true;  // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core
   int64_t spin_ns = 0;    // when sleeping: wake this early and spin the rest (sharper deadlines, more CPU)
@@ -35,7 +39,8 @@ struct PollLoopOptions {
   int nice = -10;
   double stats_period_s = 1.0;  // stats tick (a live view sets its refresh interval)
   size_t max_targets = 256;     // the loop's target table is reserved up front: the loop never allocates
-  bool stop_when_targets_gone = true;  // false: keep polling (and taking new targets) when every target is gone
+  bool stop_when_targets_gone =
+      true;  // false: keep polling (and taking new targets) when every target is gone
 };
 
 enum class PollerScheduling { kNormal, kNice, kRealtime };
@@ -63,9 +68,9 @@ class PollLoop {
  public:
   PollLoop(PollLoopOptions options, RecordQueue& queue);
 
-  // From any thread, before or while run() runs: the target is polled from the next tick on (its records carry
-  // sampler.target()). The caller keeps the sampler alive until run() has returned. Throws Error(kUsage) past
-  // options.max_targets targets.
+  // From any thread, before or while run() runs: the target is polled from the next tick on (its records
+  // carry sampler.target()). The caller keeps the sampler alive until run() has returned. Throws
+  // Error(kUsage) past options.max_targets targets.
   void add(ProcessSampler& sampler);
 
   // Runs on the calling thread until the duration passes, `stop` is set, or every target is gone (see
@@ -84,8 +89,18 @@ class PollLoop {
     ProcessSampler* sampler = nullptr;
     bool live = true;
   };
+  // What decides when the next poll comes (the poll thread's, for one run()).
+  struct Pacing {
+    PollSchedule schedule;
+    PollerPlacement placement;
+    CpuBudget budget;
+    std::vector<int> holder_cpus;  // one per target slot
+    int64_t next_placement_check = 0;
+  };
   void take_commands();  // poll thread: moves queued commands into effect
   void emit_stats(int64_t now);
+  // After a tick at `now`: moves the poll thread off the holders' CPUs if due, and returns the next step.
+  int64_t next_step(int64_t now, Pacing& p);
 
   PollLoopOptions options_;
   RecordQueue& queue_;

@@ -13,8 +13,8 @@ void PollSchedule::add(const PollActivity& a, int64_t now) {
   if (changed && !expected && step_ > dense_) surprise_ = true;
   if (now < linger_until_ || (a.switch_due_ns >= 0 && in_due_window(a.switch_due_ns, now))) active_ = true;
   if (a.switch_due_ns >= 0) {
-    // Past the window the switch is overdue: the waiter that forces it re-armed its timer unseen, or the woken
-    // thread waits for a CPU. It comes within an interval; poll at a middling rate until then.
+    // Past the window the switch is overdue: the waiter that forces it re-armed its timer unseen, or the
+    // woken thread waits for a CPU. It comes within an interval; poll at a middling rate until then.
     const int64_t overdue_from = a.switch_due_ns + o_.due_grace_ns;
     if (now >= overdue_from && now < overdue_from + o_.overdue_span_ns) overdue_ = true;
     if (overdue_from > now) due_ = std::min(due_, a.switch_due_ns);

@@ -1,9 +1,11 @@
 #pragma once
 // When to poll next. A fixed schedule polls every period. The adaptive schedule (the default) polls densely
 // only while the GIL's state can change soon, and backs off while it is steady:
-// - right after a hand-off, a lock or unlock, or a doubt about a thread that was not an expected forced switch
+// - right after a hand-off, a lock or unlock, or a doubt about a thread that was not an expected forced
+// switch
 //   (hand-offs come in chains: sleepers take and drop the GIL within microseconds), for `linger_ns`;
-// - around the moment a forced switch is due: a waiter's timed wait on the GIL's cond expires `interval` after
+// - around the moment a forced switch is due: a waiter's timed wait on the GIL's cond expires `interval`
+// after
 //   it began, and only a wait that began after the last hand-off can force the next one, so the next forced
 //   switch is due `interval` after the later of the last hand-off and the first waiter since (plus how late
 //   switches were seen after that moment so far: the sampler learns it);
@@ -11,12 +13,11 @@
 //   waits for a CPU): steps of at most `overdue_step_ns` until it comes;
 // - otherwise the step doubles after every quiet poll, up to a ceiling.
 // The ceiling adapts to the workload: a change that a poll after a long step finds, outside the window of the
-// forced switch that was expected, is a surprise (a thread released or took the GIL on its own): it halves the
-// ceiling; every
-// quiet step at the ceiling raises it by an eighth, up to `sparse_max_ns`. CPU-bound threads that only switch
-// when forced are polled sparsely; threads that sleep, do I/O or release the GIL in C calls keep the schedule
-// dense, where they need it. Any change returns to dense polling at once. Deadlines stay absolute: each is the
-// previous deadline plus the step chosen, so lateness is measured as before.
+// forced switch that was expected, is a surprise (a thread released or took the GIL on its own): it halves
+// the ceiling; every quiet step at the ceiling raises it by an eighth, up to `sparse_max_ns`. CPU-bound
+// threads that only switch when forced are polled sparsely; threads that sleep, do I/O or release the GIL in
+// C calls keep the schedule dense, where they need it. Any change returns to dense polling at once. Deadlines
+// stay absolute: each is the previous deadline plus the step chosen, so lateness is measured as before.
 #include <algorithm>
 #include <cstdint>
 
@@ -30,19 +31,20 @@ struct PollActivity {
 };
 
 struct ScheduleOptions {
-  int64_t dense_ns = 100'000;         // the period while something may change (1 / rate)
-  bool adaptive = true;               // false: every step is dense_ns
-  int64_t linger_ns = 500'000;        // dense this long after a change
-  int64_t sparse_max_ns = 2'000'000;  // the longest step while steady
-  int64_t due_lead_ns = 500'000;      // dense from this long before a forced switch is due...
-  int64_t due_grace_ns = 1'000'000;   // ...until this long after,
-  int64_t overdue_step_ns = 400'000;  // then at most this step...
+  int64_t dense_ns = 100'000;           // the period while something may change (1 / rate)
+  bool adaptive = true;                 // false: every step is dense_ns
+  int64_t linger_ns = 500'000;          // dense this long after a change
+  int64_t sparse_max_ns = 2'000'000;    // the longest step while steady
+  int64_t due_lead_ns = 500'000;        // dense from this long before a forced switch is due...
+  int64_t due_grace_ns = 1'000'000;     // ...until this long after,
+  int64_t overdue_step_ns = 400'000;    // then at most this step...
   int64_t overdue_span_ns = 5'000'000;  // ...for this long (a holder in a long C call never drops)
 };
 
 class PollSchedule {
  public:
-  explicit PollSchedule(ScheduleOptions o) : o_(o), dense_(o.dense_ns), step_(o.dense_ns), ceiling_(o.sparse_max_ns) {}
+  explicit PollSchedule(ScheduleOptions o)
+      : o_(o), dense_(o.dense_ns), step_(o.dense_ns), ceiling_(o.sparse_max_ns) {}
 
   // Before the targets of a tick are added.
   void begin_tick() {

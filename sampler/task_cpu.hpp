@@ -1,6 +1,6 @@
 #pragma once
-// Which CPU a thread last ran on: field 39 ("processor") of /proc/PID/task/TID/stat. The poll thread keeps off
-// the GIL holder's CPU with it (poller_placement.hpp).
+// Which CPU a thread last ran on: field 39 ("processor") of /proc/PID/task/TID/stat. The poll thread keeps
+// off the GIL holder's CPU with it (poller_placement.hpp).
 #include <sys/types.h>
 
 #include <cstdint>

@@ -16,8 +16,12 @@ constexpr int64_t kDense = 100'000;
 constexpr int64_t kMs = 1'000'000;
 
 ScheduleOptions options() {
-  return {.dense_ns = kDense, .adaptive = true, .linger_ns = kMs / 2, .sparse_max_ns = 2 * kMs,
-          .due_lead_ns = kMs / 2, .due_grace_ns = kMs};
+  return {.dense_ns = kDense,
+          .adaptive = true,
+          .linger_ns = kMs / 2,
+          .sparse_max_ns = 2 * kMs,
+          .due_lead_ns = kMs / 2,
+          .due_grace_ns = kMs};
 }
 
 // One tick: the activity of a single target seen at `now`; returns the step chosen.
@@ -132,7 +136,7 @@ TEST_CASE("cpu budget: the floor rises while the poll thread is over budget and 
   CpuBudget b(0.04, kDense);
   CHECK(b.floor() == kDense);
   for (int i = 0; i < 50; ++i) b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs / 10);  // 10 % of a core
-  CHECK(b.floor() == 2 * kMs);  // capped
+  CHECK(b.floor() == 2 * kMs);                                                              // capped
   int64_t before = b.floor();
   b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs * 35 / 1000);  // 3.5 %: within budget, not well under
   CHECK(b.floor() == before);
