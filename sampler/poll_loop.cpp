@@ -153,9 +153,9 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       break;
     }
     if (commands_pending_.load(std::memory_order_acquire)) take_commands();
-    if (!options_.busy) sleep_until(deadline - options_.spin_ns);
+    if (!options_.busy) sleep_until(deadline);
     int64_t now = monotonic_ns();
-    while (now < deadline) now = monotonic_ns();  // busy mode, or the last spin_ns
+    while (now < deadline) now = monotonic_ns();  // busy mode
     if (now >= end) {
       reason = StopReason::kDuration;
       break;

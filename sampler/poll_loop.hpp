@@ -28,7 +28,6 @@ struct PollLoopOptions {
   bool placement = true;  // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core
-  int64_t spin_ns = 0;    // when sleeping: wake this early and spin the rest (sharper deadlines, more CPU)
   // How the poll thread asks to be scheduled. On a machine whose cores the target keeps busy, a poller at the
   // default priority waits behind the target's threads at every wake-up: polls come late, most often right
   // after a hand-off (the woken thread preempts us), which skews every interval boundary. SCHED_FIFO at the

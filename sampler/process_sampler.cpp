@@ -186,7 +186,6 @@ bool ProcessSampler::poll(int64_t t_now) {
     // The GIL is unreadable: the interpreter is being torn down while the process lives on. A moment of that
     // is tolerated; a whole unreadable second ends this target like an exit (intervals closed at the last
     // good poll), instead of recording nothing for ever.
-    counters_.failed_reads.fetch_add(1, std::memory_order_relaxed);
     if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
     if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
       finish(started_ ? t_prev_ : t_now);

@@ -51,7 +51,6 @@ using raw::GilRole;
 // Counters another thread may read while the sampler runs (status line).
 struct SamplerCounters {
   std::atomic<uint64_t> polls{0};
-  std::atomic<uint64_t> failed_reads{0};
   std::atomic<uint64_t> handoffs_seen{0};
   std::atomic<uint64_t> handoffs_total{0};
   std::atomic<uint64_t> task_reads{0};
