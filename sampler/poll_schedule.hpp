@@ -25,8 +25,10 @@ namespace gilspy::sampler {
 
 // What one target's last poll says about the near future.
 struct PollActivity {
-  int64_t last_change_ns = -1;   // last poll that saw the holder, the lock, switch_number, a hold or a doubt
-  int64_t switch_due_ns = -1;    // when a forced switch is next due (waiters present, GIL held); -1: none
+  int64_t last_change_ns = -1;  // last poll that saw the holder, the lock, switch_number, a hold or a doubt
+  int64_t switch_due_ns = -1;   // when a forced switch is next due (waiters present, GIL held); -1: none
+  bool probation =
+      false;  // a waiter may have taken and dropped the GIL unseen: the kernel is asked each poll
   int64_t expected_due_ns = -1;  // switch_due_ns as it stood before the last poll: was its change expected?
 };
 
@@ -49,6 +51,7 @@ class PollSchedule {
   // Before the targets of a tick are added.
   void begin_tick() {
     active_ = false;
+    peak_ = false;
     surprise_ = false;
     overdue_ = false;
     due_ = INT64_MAX;
@@ -68,10 +71,12 @@ class PollSchedule {
     return now >= due - o_.due_lead_ns && now < due + o_.due_grace_ns;
   }
   ScheduleOptions o_;
-  int64_t dense_;    // the dense period in force: dense_ns, or the CPU budget's floor
-  int64_t step_;     // the step that led to the current tick
-  int64_t ceiling_;  // the longest step for now
-  bool active_ = false;
+  int64_t dense_;        // the dense period in force: dense_ns, or the CPU budget's floor
+  int64_t step_;         // the step that led to the current tick
+  int64_t ceiling_;      // the longest step for now
+  bool active_ = false;  // poll at the dense period in force
+  bool peak_ = false;    // poll at the peak rate, whatever the CPU budget
+  int64_t forced_linger_until_ = 0;
   int64_t linger_until_ = 0;
   bool surprise_ = false;
   bool overdue_ = false;

@@ -293,9 +293,11 @@ void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirt
     waiters_since_ns_ = t_mid;
   }
   // Doubtful waiters and unknown threads are resolved by polling again soon, like any change.
-  bool doubt = dirty || walk_incomplete_;
-  for (const uint16_t i : active_) doubt = doubt || tracks_[i].maybe_left_ns >= 0;
+  bool probation = false;
+  for (const uint16_t i : active_) probation = probation || tracks_[i].maybe_left_ns >= 0;
+  const bool doubt = dirty || walk_incomplete_ || probation;
   if (handoff || g.locked != prev_.locked || holding_changed_ || doubt) activity_.last_change_ns = t_now;
+  activity_.probation = probation;
   activity_.switch_due_ns = -1;
   if (g.locked == 1 && g.waiters > 0) {
     activity_.switch_due_ns =
