@@ -144,10 +144,12 @@ void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g,
         return;
       }
       // A woken waiter reads "running" until it really takes the GIL, so it stays a waiter. It left take_gil
-      // only if it took the GIL between two polls: surely when it is the last holder now; perhaps when other
-      // hand-offs went unseen. Then it stays a waiter on probation, asked again at every poll until the
-      // kernel says where it is, and a release is dated back to the first doubt.
-      if (g.last_holder == t.ref.tstate) {
+      // only if it took the GIL between two polls: surely when it is the last holder now, or when nobody is
+      // inside the GIL's condition wait at all (glibc counts a woken waiter in __wrefs until it has run: a
+      // waiter queued behind a busy CPU is still counted, one that took and dropped the GIL is not); perhaps
+      // when other hand-offs went unseen. Then it stays a waiter on probation, asked again at every poll until
+      // the kernel says where it is, and a release is dated back to the first doubt.
+      if (g.last_holder == t.ref.tstate || g.waiters == 0) {
         set_role(t, GilRole::kReleased, t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
         t.maybe_left_ns = -1;
       } else if (unseen_handoffs && t.maybe_left_ns < 0) {

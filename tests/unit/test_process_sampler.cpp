@@ -217,7 +217,8 @@ TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen")
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
   s.poll(1000);
-  t.gil(0, FakeTarget::tstate(0), 1, 0);  // 100 dropped it; 101 woke up and is on its way to take it
+  // 100 dropped it; 101 woke up and waits for a CPU to take it: glibc still counts it in the cond's __wrefs
+  t.gil(0, FakeTarget::tstate(0), 1, 1);
   tasks.state[100] = TaskState::kOtherSyscall;
   tasks.state[101] = TaskState::kRunning;
   s.poll(2000);
@@ -230,6 +231,40 @@ TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen")
   CHECK(waits[0].tid == 101);
   CHECK(waits[0].start == 1000);
   CHECK(waits[0].end == 2500);
+}
+
+TEST_CASE("sampler: a waiter that runs while nobody is inside the GIL's condition wait has left take_gil") {
+  FakeTarget t;
+  t.tids = {100, 101, 102};
+  t.set_threads({0, 1, 2});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 1);
+  tasks.state[101] = TaskState::kGilCond;
+  tasks.state[102] = TaskState::kOtherSyscall;
+  s.poll(1000);
+  // Between two polls 101 took the GIL, dropped it, and now runs (or waits for a CPU) outside take_gil;
+  // 102 took it after and holds it. Nobody is inside the cond wait.
+  t.gil(1, FakeTarget::tstate(2), 3, 0);
+  tasks.state[100] = TaskState::kOtherSyscall;
+  tasks.state[101] = TaskState::kRunning;
+  tasks.state[102] = TaskState::kRunning;
+  s.poll(2000);
+  s.poll(3000);
+  // Later it waits again.
+  t.gil(1, FakeTarget::tstate(2), 3, 1);
+  tasks.state[101] = TaskState::kGilCond;
+  s.poll(4000);
+  s.finish(5000);
+  std::vector<Interval> waits_101;
+  for (const auto& w : intervals<raw::Wait>(drain(q))) {
+    if (w.tid == 101) waits_101.push_back(w);
+  }
+  REQUIRE(waits_101.size() == 2);
+  CHECK(waits_101[0].start == 1000);
+  CHECK(waits_101[0].end == 1500);  // left at the hand-offs nobody saw, not at its next wait
+  CHECK(waits_101[1].start == 3500);
 }
 
 TEST_CASE("sampler: a thread state reused by a new thread never gives the old thread a hold") {
