@@ -34,7 +34,7 @@ Runner add_record_command(CLI::App& app) {
                                "state is steady")
                    ->check(CLI::Range(1.0, 1e6));
   cmd->add_option("--cpu-budget", opts->cpu_budget_pct,
-                  "Adaptive polling: the most CPU gilspy's poll thread may use, in % of one core; when a target keeps "
+                  "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps "
                   "it busy (a server, threads releasing the GIL all the time) it polls less often around hand-offs "
                   "instead. 0: no limit")
       ->default_val(4.0)

@@ -6,9 +6,9 @@
 
 namespace gilspy::sampler {
 
-int64_t thread_cpu_ns() {
+int64_t process_cpu_ns() {
   timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
@@ -19,9 +19,9 @@ int64_t CpuBudget::update(int64_t now) {
   if (share_ <= 0) return floor_;
   if (window_start_ < 0) {
     window_start_ = now;
-    cpu_start_ = thread_cpu_ns();
+    cpu_start_ = process_cpu_ns();
   } else if (now - window_start_ >= kWindowNs) {
-    const int64_t cpu = thread_cpu_ns();
+    const int64_t cpu = process_cpu_ns();
     observe(now - window_start_, cpu - cpu_start_);
     window_start_ = now;
     cpu_start_ = cpu;
@@ -33,7 +33,10 @@ void CpuBudget::observe(int64_t wall_ns, int64_t cpu_ns) {
   if (share_ <= 0 || wall_ns <= 0) return;
   const double used = static_cast<double>(cpu_ns) / static_cast<double>(wall_ns);
   if (used > share_) {
-    floor_ = std::min(max_floor_ns_, floor_ + std::max<int64_t>(1, floor_ / 4));
+    // Far over budget (at the start, or when a target turns busy) the floor doubles at once; a little over,
+    // it rises by a quarter.
+    const double factor = std::clamp(used / share_, 1.25, 2.0);
+    floor_ = std::min(max_floor_ns_, static_cast<int64_t>(static_cast<double>(floor_) * factor) + 1);
   } else if (used < 0.8 * share_) {
     floor_ = std::max(dense_ns_, floor_ - floor_ / 5);
   }

@@ -1,10 +1,11 @@
 #pragma once
-// Keeps the poll thread's own CPU use within a budget (a share of one core) by raising the shortest step the
-// adaptive schedule may take. Each wake-up costs the machine ~15-20 us here whatever gilspy reads (timer,
-// context switch; more in a VM), so a target that keeps the schedule dense (threads that release the GIL all
-// the time, a server starting a thread per request) would otherwise cost gilspy a fifth of a core and the
-// target what that core was doing. Measured on the poll thread's CPU clock over 100 ms windows; the floor
-// moves by a quarter per window, up when over budget and down when well under it.
+// Keeps gilspy's CPU use (all its threads: polling, and writing what the polls found) within a budget (a
+// share of one core) by raising the shortest step the adaptive schedule may take. Each wake-up costs the
+// machine ~15-20 us here whatever gilspy reads (timer, context switch; more in a VM), so a target that keeps
+// the schedule dense (threads that release the GIL all the time, a server starting a thread per request)
+// would otherwise cost gilspy a fifth of a core and the target what that core was doing. Measured on the
+// process's CPU clock over 50 ms windows; the floor rises by a quarter to double per window when over budget,
+// and falls by a fifth when well under it.
 #include <cstdint>
 
 namespace gilspy::sampler {
@@ -19,7 +20,7 @@ class CpuBudget {
   // Fed by update() from the thread's CPU clock; public for tests.
   void observe(int64_t wall_ns, int64_t cpu_ns);
 
-  static constexpr int64_t kWindowNs = 100'000'000;
+  static constexpr int64_t kWindowNs = 50'000'000;
 
  private:
   double share_;
@@ -30,6 +31,6 @@ class CpuBudget {
   int64_t cpu_start_ = 0;
 };
 
-int64_t thread_cpu_ns();  // the calling thread's CPU time
+int64_t process_cpu_ns();  // gilspy's CPU time, all its threads
 
 }  // namespace gilspy::sampler

@@ -24,7 +24,7 @@ struct PollLoopOptions {
   bool adaptive = true;    // poll densely only around changes (poll_schedule.hpp); false: a fixed rate
   int64_t sparse_max_ns = 2'000'000;  // adaptive: the longest step while the GIL's state is steady
   double cpu_budget =
-      0.04;               // adaptive: the poll thread's CPU, as a share of one core (cpu_budget.hpp); 0: none
+      0.04;               // adaptive: gilspy's CPU, as a share of one core (cpu_budget.hpp); 0: none
   bool placement = true;  // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
   double duration_s = 0;  // 0: until stopped or every target is gone
   bool busy = false;      // spin instead of sleeping: highest rates, one core

@@ -6,20 +6,21 @@ namespace gilspy::sampler {
 
 void PollSchedule::add(const PollActivity& a, int64_t now) {
   const bool changed = a.last_change_ns == now;
-  const bool expected = a.expected_due_ns >= 0 && now >= a.expected_due_ns - o_.due_lead_ns &&
-                        now < a.expected_due_ns + o_.due_grace_ns + o_.overdue_span_ns;
+  // A change inside the expected switch's window (or while it is overdue) is that switch, not a surprise;
+  // only one inside the window proper earns the peak rate that follows a forced switch.
+  const bool forced = a.expected_due_ns >= 0 && in_due_window(a.expected_due_ns, now);
+  const bool expected = forced || (a.expected_due_ns >= 0 && now >= a.expected_due_ns &&
+                                   now < a.expected_due_ns + o_.due_grace_ns + o_.overdue_span_ns);
   if (changed && !expected) linger_until_ = std::max(linger_until_, now + o_.linger_ns);
-  if (changed && expected) forced_linger_until_ = std::max(forced_linger_until_, now + o_.linger_ns);
+  if (changed && forced) forced_linger_until_ = std::max(forced_linger_until_, now + o_.linger_ns);
   if (changed && !expected && step_ > dense_) surprise_ = true;
   if (now < linger_until_) active_ = true;
   // Forced switches and what follows them (a woken sleeper takes the GIL and drops it within microseconds)
-  // are polled at the peak rate whatever the CPU budget: they are few (one per switch interval at most) and
-  // they bound the longest holds and waits. So is a waiter on probation: only a poll that finds it outside
-  // take_gil tells when it released the GIL.
-  if (now < forced_linger_until_ || a.probation ||
-      (a.switch_due_ns >= 0 && in_due_window(a.switch_due_ns, now))) {
+  // are polled at (nearly) the peak rate whatever the CPU budget: they are few (one per switch interval at
+  // most) and they bound the longest holds and waits. Everything else dense (a waiter on probation included:
+  // it is a change) is polled at the period the budget allows.
+  if (now < forced_linger_until_ || (a.switch_due_ns >= 0 && in_due_window(a.switch_due_ns, now)))
     peak_ = true;
-  }
   if (a.switch_due_ns >= 0) {
     // Past the window the switch is overdue: the waiter that forces it re-armed its timer unseen, or the
     // woken thread waits for a CPU. It comes within an interval; poll at a middling rate until then.
@@ -37,7 +38,8 @@ int64_t PollSchedule::next_step(int64_t now) {
   } else if (step_ >= ceiling_ && step_ > dense_) {
     ceiling_ = std::min(o_.sparse_max_ns, ceiling_ + ceiling_ / 8);
   }
-  if (peak_) return step_ = o_.dense_ns;
+  // Under the CPU budget's pressure even these polls come at most every two peak periods.
+  if (peak_) return step_ = std::min(dense_, 2 * o_.dense_ns);
   if (active_ || surprise_) return step_ = dense_;
   step_ = std::min(std::max(step_ * 2, dense_), std::max(ceiling_, dense_));
   if (overdue_) step_ = std::max(dense_, std::min(step_, o_.overdue_step_ns));
