@@ -10,9 +10,10 @@ namespace gilspy::cli {
 Runner add_record_command(CLI::App& app) {
   auto opts = std::make_shared<RecordOptions>();
   auto targets = std::make_shared<TargetArgs>();
-  auto* cmd = app.add_subcommand("record",
-                                 "Record who holds and who waits for the GIL, thread by thread, to a raw file and a "
-                                 "Chrome trace");
+  auto* cmd =
+      app.add_subcommand("record",
+                         "Record who holds and who waits for the GIL, thread by thread, to a raw file and a "
+                         "Chrome trace");
   cmd->footer(
       "Examples:\n"
       "  gilspy record -p 1234 -d 10            record a running process for 10 s\n"
@@ -21,7 +22,8 @@ Runner add_record_command(CLI::App& app) {
       "Writes GIL_<pid>_rank_<rank>.json (raw data; rank from the target's RANK variable) and\n"
       "GIL_<pid>_rank_<rank>.trace.json (open in https://ui.perfetto.dev or chrome://tracing) per process.\n"
       "Exit status: 0 when the recording ended as asked (duration reached; Ctrl+C, SIGTERM or the target's\n"
-      "exit when no duration was given); in launch mode the program's own exit status; 1 on errors and when a\n"
+      "exit when no duration was given); in launch mode the program's own exit status; 1 on errors and when "
+      "a\n"
       "target exited before the duration; 128+N when signal N cut a timed recording short; 2 for wrong\n"
       "arguments. The files are complete and valid in every case.");
   add_target_options(*cmd, *targets, "record");

@@ -8,9 +8,12 @@ namespace {
 
 top::Role role_of(raw::GilRole r) {
   switch (r) {
-    case raw::GilRole::kHolding: return top::Role::kHolding;
-    case raw::GilRole::kWaiting: return top::Role::kWaiting;
-    case raw::GilRole::kReleased: return top::Role::kReleased;
+    case raw::GilRole::kHolding:
+      return top::Role::kHolding;
+    case raw::GilRole::kWaiting:
+      return top::Role::kWaiting;
+    case raw::GilRole::kReleased:
+      return top::Role::kReleased;
   }
   return top::Role::kReleased;
 }
@@ -52,39 +55,41 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
   const uint32_t id = t.id;
   // A tick's records (each target's Stats, then its threads' states) come together; any other record, or
   // another tick, means the tick is complete.
-  const bool part_of_tick = tick_ns_ && std::visit(raw::overloaded{[&](const raw::Stats& s) { return s.ts == *tick_ns_; },
-                                                                   [&](const raw::ThreadState& s) { return s.ts == *tick_ns_; },
-                                                                   [](const auto&) { return false; }},
-                                                   r);
+  const bool part_of_tick =
+      tick_ns_ && std::visit(raw::overloaded{[&](const raw::Stats& s) { return s.ts == *tick_ns_; },
+                                             [&](const raw::ThreadState& s) { return s.ts == *tick_ns_; },
+                                             [](const auto&) { return false; }},
+                             r);
   if (tick_ns_ && !part_of_tick) flush_tick();
   Liveness& life = live_[id];
-  std::visit(raw::overloaded{
-                 [&](const raw::ThreadStart& x) {
-                   model_.thread_started(id, x.tid, x.name, x.ts);
-                   life.threads.insert(x.tid);
-                 },
-                 [&](const raw::ThreadEnd& x) {
-                   model_.thread_ended(id, x.tid, x.ts);
-                   if (life.threads.erase(x.tid) > 0) life.last_end_ns = x.ts;
-                 },
-                 [&](const raw::Hold& x) { model_.hold(id, x.tid, x.ts, x.dur); },
-                 [&](const raw::Wait& x) { model_.wait(id, x.tid, x.ts, x.dur); },
-                 [&](const raw::Waiters& x) { model_.waiters(id, x.ts, static_cast<int>(x.n)); },
-                 [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
-                 [&](const raw::Stats& x) {
-                   model_.stats(id, x.ts,
-                                {.polls = x.polls,
-                                 .late = x.late,
-                                 .missed = x.missed,
-                                 .handoffs_seen = x.handoffs_seen,
-                                 .handoffs_total = x.handoffs_total});
-                   if (!tick_ns_) {
-                     tick_ns_ = x.ts;
-                     tick_in_this_drain_ = true;
-                   }
-                 },
-             },
-             r);
+  std::visit(
+      raw::overloaded{
+          [&](const raw::ThreadStart& x) {
+            model_.thread_started(id, x.tid, x.name, x.ts);
+            life.threads.insert(x.tid);
+          },
+          [&](const raw::ThreadEnd& x) {
+            model_.thread_ended(id, x.tid, x.ts);
+            if (life.threads.erase(x.tid) > 0) life.last_end_ns = x.ts;
+          },
+          [&](const raw::Hold& x) { model_.hold(id, x.tid, x.ts, x.dur); },
+          [&](const raw::Wait& x) { model_.wait(id, x.tid, x.ts, x.dur); },
+          [&](const raw::Waiters& x) { model_.waiters(id, x.ts, static_cast<int>(x.n)); },
+          [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
+          [&](const raw::Stats& x) {
+            model_.stats(id, x.ts,
+                         {.polls = x.polls,
+                          .late = x.late,
+                          .missed = x.missed,
+                          .handoffs_seen = x.handoffs_seen,
+                          .handoffs_total = x.handoffs_total});
+            if (!tick_ns_) {
+              tick_ns_ = x.ts;
+              tick_in_this_drain_ = true;
+            }
+          },
+      },
+      r);
 }
 
 void ScreenSink::stats(const LiveStats& live) {

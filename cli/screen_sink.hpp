@@ -1,8 +1,8 @@
 #pragma once
-// The sink of `gilspy top`: adapts the session's records to the window model (cli/top/top_model.hpp) and hands
-// out a snapshot per stats tick of the poll loop. The session's stats tick is set to the refresh interval, so
-// each snapshot closes the window exactly at a tick: after that tick's Stats and ThreadState records (the open
-// holds and waits) and before any later record.
+// The sink of `gilspy top`: adapts the session's records to the window model (cli/top/top_model.hpp) and
+// hands out a snapshot per stats tick of the poll loop. The session's stats tick is set to the refresh
+// interval, so each snapshot closes the window exactly at a tick: after that tick's Stats and ThreadState
+// records (the open holds and waits) and before any later record.
 #include <cstdint>
 #include <functional>
 #include <map>

@@ -11,18 +11,21 @@ namespace gilspy::cli {
 
 void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated");
-  a.rate_option = cmd.add_option("-r,--rate", a.rate_hz,
-                                 "Poll at this fixed rate (polls per second). Without it gilspy polls adaptively: "
-                                 "10000 Hz around hand-offs and forced switches, down to 500 Hz while the GIL's "
-                                 "state is steady")
-                      ->check(CLI::Range(1.0, 1e6));
+  a.rate_option =
+      cmd.add_option("-r,--rate", a.rate_hz,
+                     "Poll at this fixed rate (polls per second). Without it gilspy polls adaptively: "
+                     "10000 Hz around hand-offs and forced switches, down to 500 Hz while the GIL's "
+                     "state is steady")
+          ->check(CLI::Range(1.0, 1e6));
   cmd.add_flag("--busy", a.busy,
                "Spin instead of sleeping between polls: the highest rates (100 kHz and more), one core busy");
-  cmd.add_flag("--no-realtime", a.no_realtime,
-               "Do not run the poll thread at real-time priority (SCHED_FIFO, lowest level). Without it, a busy "
-               "machine makes polls late, right after hand-offs most of all, and the intervals less exact");
-  cmd.add_flag("--poller-anywhere", a.anywhere,
-               "Let the poll thread run on any CPU, the GIL holder's too (for measuring what placement saves)")
+  cmd.add_flag(
+      "--no-realtime", a.no_realtime,
+      "Do not run the poll thread at real-time priority (SCHED_FIFO, lowest level). Without it, a busy "
+      "machine makes polls late, right after hand-offs most of all, and the intervals less exact");
+  cmd.add_flag(
+         "--poller-anywhere", a.anywhere,
+         "Let the poll thread run on any CPU, the GIL holder's too (for measuring what placement saves)")
       ->group("");  // hidden: a benchmark knob, not a user setting
   cmd.add_option("--attach-timeout", a.attach_timeout_s,
                  "Seconds to wait for a launched program's interpreter to start")
@@ -36,8 +39,9 @@ std::vector<int> TargetArgs::pids() const {
   std::vector<int> out;
   if (!pid_text.empty()) out = parse_pid_list(pid_text);
   if (out.empty() == command.empty()) {
-    throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both or "
-                                   "neither");
+    throw Error(ErrorKind::kUsage,
+                "give either -p PID[,PID...] or a program to launch after --, not both or "
+                "neither");
   }
   return out;
 }

@@ -1,7 +1,7 @@
 #pragma once
-// The options `record` and `top` share: which processes (-p PID[,PID...] or a program after --) and how to poll
-// them (-r, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout). Defined once, so both
-// commands take the same words and poll the same way: adaptively by default, at a fixed rate with -r.
+// The options `record` and `top` share: which processes (-p PID[,PID...] or a program after --) and how to
+// poll them (-r, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout). Defined once, so
+// both commands take the same words and poll the same way: adaptively by default, at a fixed rate with -r.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -24,7 +24,8 @@ struct TargetArgs {
 
   // After parsing. Throws Error(kUsage) unless exactly one of -p and a command was given.
   std::vector<int> pids() const;
-  // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1 s.
+  // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1
+  // s.
   sampler::PollLoopOptions loop() const;
 };
 

@@ -33,8 +33,7 @@ namespace {
 // on the live screen, the keys.
 class TopView {
  public:
-  TopView(const TopOptions& o, Session& session, bool live)
-      : o_(o), session_(session), live_(live) {
+  TopView(const TopOptions& o, Session& session, bool live) : o_(o), session_(session), live_(live) {
     view_.colour = live && top::colour_wanted_for(STDOUT_FILENO);
   }
 
@@ -108,11 +107,11 @@ class TopView {
                       {fmt::format("  first figures after {:g} s", o_.interval_s), top::Style::kPlain}},
                      false});
     for (const SessionTarget* t : session_.targets()) {
-      lines.push_back({{{fmt::format("pid {}  rank {}  Python {}  ", t->pid, t->rank,
-                                     t->interp->binary.version.text()),
-                         top::Style::kBold},
-                        {top::escape_for_terminal(t->command), top::Style::kPlain}},
-                       false});
+      lines.push_back(
+          {{{fmt::format("pid {}  rank {}  Python {}  ", t->pid, t->rank, t->interp->binary.version.text()),
+             top::Style::kBold},
+            {top::escape_for_terminal(t->command), top::Style::kPlain}},
+           false});
     }
     std::vector<std::string> out;
     for (const top::Line& l : lines) {
@@ -146,7 +145,8 @@ int open_keyboard() {
 
 int run_top(const TopOptions& o) {
   if (!o.output_dir.empty()) ensure_output_dir(o.output_dir);
-  SessionOptions so{.pids = o.pids, .command = o.command, .loop = o.loop, .attach_timeout_s = o.attach_timeout_s};
+  SessionOptions so{
+      .pids = o.pids, .command = o.command, .loop = o.loop, .attach_timeout_s = o.attach_timeout_s};
   so.loop.stats_period_s = o.interval_s;  // a snapshot per stats tick: every window ends exactly at a tick
   Session session(so);                    // errors (no such pid, not Python) before the terminal is touched
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
@@ -159,8 +159,8 @@ int run_top(const TopOptions& o) {
   std::optional<RawFileSink> files;
   if (!o.output_dir.empty()) {
     files.emplace(o.output_dir, true, [&](const FinishedTarget& done) {
-      files_written.push_back(fmt::format("gilspy: pid {}: raw data {}, trace {}", done.target.pid, done.raw_path,
-                                          done.trace_path));
+      files_written.push_back(fmt::format("gilspy: pid {}: raw data {}, trace {}", done.target.pid,
+                                          done.raw_path, done.trace_path));
     });
     session.add_sink(*files);
   }
@@ -179,41 +179,41 @@ int run_top(const TopOptions& o) {
       if (ec) return;
       char buf[256];
       const ssize_t n = ::read(keyboard.native_handle(), buf, sizeof buf);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;  // the terminal is gone: no more keys
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        return;  // the terminal is gone: no more keys
       if (n > 0) view.on_input(std::string_view(buf, static_cast<size_t>(n)), screen);
       keyboard.async_wait(asio::posix::descriptor_base::wait_read, on_key);
     };
     keyboard.async_wait(asio::posix::descriptor_base::wait_read, on_key);
 
     asio::signal_set winch(io, SIGWINCH);
-    std::function<void(const boost::system::error_code&, int)> on_winch = [&](const boost::system::error_code& ec,
-                                                                              int) {
-      if (ec) return;
-      view.redraw();  // at the new size; a narrow terminal drops columns (render_screen)
-      winch.async_wait(on_winch);
-    };
+    std::function<void(const boost::system::error_code&, int)> on_winch =
+        [&](const boost::system::error_code& ec, int) {
+          if (ec) return;
+          view.redraw();  // at the new size; a narrow terminal drops columns (render_screen)
+          winch.async_wait(on_winch);
+        };
     winch.async_wait(on_winch);
 
     // Ctrl+Z: the shell gets its terminal back as it was, and the screen comes back on `fg`.
     asio::signal_set tstp(io, SIGTSTP);
-    std::function<void(const boost::system::error_code&, int)> on_tstp = [&](const boost::system::error_code& ec,
-                                                                             int) {
-      if (ec) return;
-      guard.reset();
-      ::kill(::getpid(), SIGSTOP);  // returns once continued
-      guard.emplace(STDIN_FILENO, STDOUT_FILENO);
-      view.redraw();
-      tstp.async_wait(on_tstp);
-    };
+    std::function<void(const boost::system::error_code&, int)> on_tstp =
+        [&](const boost::system::error_code& ec, int) {
+          if (ec) return;
+          guard.reset();
+          ::kill(::getpid(), SIGSTOP);  // returns once continued
+          guard.emplace(STDIN_FILENO, STDOUT_FILENO);
+          view.redraw();
+          tstp.async_wait(on_tstp);
+        };
     tstp.async_wait(on_tstp);
 
     view.redraw();
     out = session.run();
     guard.reset();
     if (view.ended()) {
-      view.print_last_screen(out.launched
-                                 ? "gilspy top: the program exited; these are its last figures"
-                                 : "gilspy top: the target exited; these are its last figures");
+      view.print_last_screen(out.launched ? "gilspy top: the program exited; these are its last figures"
+                                          : "gilspy top: the target exited; these are its last figures");
     }
   }
   for (const std::string& line : files_written) fmt::print(stderr, "{}\n", line);

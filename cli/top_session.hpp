@@ -1,7 +1,7 @@
 #pragma once
-// One `gilspy top` run: a session (cli/session.hpp) with its stats tick at the refresh interval, the screen sink
-// (cli/screen_sink.hpp), and either the live screen on a terminal (keys, resizing, the terminal always put
-// back) or batch snapshots, text or JSON, on stdout.
+// One `gilspy top` run: a session (cli/session.hpp) with its stats tick at the refresh interval, the screen
+// sink (cli/screen_sink.hpp), and either the live screen on a terminal (keys, resizing, the terminal always
+// put back) or batch snapshots, text or JSON, on stdout.
 #include <string>
 #include <vector>
 
