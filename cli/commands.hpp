@@ -11,6 +11,7 @@ using Runner = std::function<int()>;
 Runner add_info_command(CLI::App& app);
 Runner add_record_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
+Runner add_top_command(CLI::App& app);
 
 // "1234" or "1234,1235" -> pids; throws Error(kUsage).
 std::vector<int> parse_pid_list(const std::string& text);

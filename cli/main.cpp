@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
   std::map<const CLI::App*, gilspy::cli::Runner> runners;
-  for (auto add : {gilspy::cli::add_info_command, gilspy::cli::add_record_command, gilspy::cli::add_convert_command}) {
+  for (auto add : {gilspy::cli::add_info_command, gilspy::cli::add_record_command,
+                   gilspy::cli::add_top_command, gilspy::cli::add_convert_command}) {
     const size_t before = app.get_subcommands({}).size();
     auto runner = add(app);
     runners[app.get_subcommands({})[before]] = std::move(runner);
@@ -27,8 +28,10 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::fprintf(stderr, "gilspy: error: unknown command '%s' (commands: info, record, convert; see 'gilspy --help')\n",
-                 argv[1]);
+    std::fprintf(
+        stderr,
+        "gilspy: error: unknown command '%s' (commands: info, record, top, convert; see 'gilspy --help')\n",
+        argv[1]);
     return 2;
   }
   try {

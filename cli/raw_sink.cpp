@@ -1,11 +1,25 @@
 #include "cli/raw_sink.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "convert/chrome_trace.hpp"
 #include "gilspy_version.hpp"
 
 namespace gilspy::cli {
+
+void ensure_output_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir +
+                                    (ec ? ": " + ec.message() : ": permission denied"));
+  }
+}
 
 RawFileSink::RawFileSink(std::string output_dir, bool write_trace,
                          std::function<void(const FinishedTarget&)> on_finished)

@@ -21,6 +21,9 @@ struct FinishedTarget {
   const raw::LoopFigures& figures;
 };
 
+// Creates `dir` if needed; throws Error(kIo) naming it when it cannot be written to.
+void ensure_output_dir(const std::string& dir);
+
 class RawFileSink final : public Sink {
  public:
   // `on_finished` is called per target once its files are complete (the end summary prints from it).

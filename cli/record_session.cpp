@@ -3,8 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
-
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -13,6 +11,7 @@
 #include "cli/record_summary.hpp"
 #include "cli/session.hpp"
 #include "cli/status_sink.hpp"
+#include "cli/target_options.hpp"
 
 namespace gilspy::cli {
 namespace {
@@ -44,36 +43,20 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
 }  // namespace
 
 int run_record(const RecordOptions& o) {
-  std::error_code ec;
-  std::filesystem::create_directories(o.output_dir, ec);
-  if (ec || ::access(o.output_dir.c_str(), W_OK | X_OK) != 0) {
-    throw Error(ErrorKind::kIo, "cannot write to the output directory " + o.output_dir +
-                                    (ec ? ": " + ec.message() : ": permission denied"));
-  }
+  ensure_output_dir(o.output_dir);
   Session session(
       {.pids = o.pids,
        .command = o.command,
-       .loop = {.rate_hz = o.rate_hz,
-                .adaptive = o.adaptive && !o.busy,
-                .cpu_budget = o.cpu_budget_pct / 100,
-                .placement = o.placement,
-                .duration_s = o.duration_s,
-                .busy = o.busy,
-                .realtime = o.realtime},
+       .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s});
   RawFileSink files(o.output_dir, !o.no_trace,
-                    [&](const FinishedTarget& done) { print_target_summary(done, o.rate_hz, o.quiet); });
+                    [&](const FinishedTarget& done) { print_target_summary(done, o.loop.rate_hz, o.quiet); });
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);
 
-  if (!o.busy && o.rate_hz > 20000) {
-    fmt::print(stderr,
-               "gilspy: note: a {:.0f} Hz poll period ({:.0f} us) is shorter than a sleeping timer keeps on "
-               "most machines: expect late polls, or use --busy to spin\n",
-               o.rate_hz, 1e6 / o.rate_hz);
-  }
-  const ExitDecision exit = exit_policy(session.run(), o.duration_s);
+  warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
+  const ExitDecision exit = exit_policy(session.run(), o.loop.duration_s);
   if (!exit.message.empty()) fmt::print(stderr, "gilspy: {}\n", exit.message);
   return exit.code;
 }

@@ -6,20 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "sampler/poll_loop.hpp"
+
 namespace gilspy::cli {
 
 struct RecordOptions {
   std::vector<int> pids;
   std::vector<std::string> command;  // launch mode
-  double duration_s = 0;
-  double rate_hz = 10000;  // adaptive: the peak rate; fixed: the rate
-  bool adaptive = true;    // false when -r or --busy asked for a fixed rate
-  double cpu_budget_pct = 4;  // adaptive: the poll thread's CPU budget, % of one core (0: none)
+  sampler::PollLoopOptions loop;     // how to poll (target_options.hpp) and for how long (duration_s)
   std::string output_dir;
   bool no_trace = false;
-  bool busy = false;
-  bool realtime = true;
-  bool placement = true;  // keep the poll thread off the GIL holders' CPUs
   bool quiet = false;
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;

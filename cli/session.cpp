@@ -69,6 +69,7 @@ struct Session::Impl {
   raw::TargetId next_id = 0;
   std::vector<Sink*> sinks;
   sampler::RecordQueue queue{1 << 18};
+  std::atomic<bool> stop{false};  // read by the poll loop at every tick
 
   bool launch_mode() const { return !options.command.empty(); }
   Target& add_target(pid_t pid) {
@@ -162,6 +163,14 @@ void Session::add_sink(Sink& sink) {
   impl_->sinks.push_back(&sink);
 }
 
+asio::io_context& Session::io_context() {
+  return impl_->io;
+}
+
+void Session::request_stop() {
+  impl_->stop = true;
+}
+
 std::vector<const SessionTarget*> Session::targets() const {
   std::vector<const SessionTarget*> out;
   for (const auto& t : impl_->targets) out.push_back(&t->info);
@@ -177,7 +186,7 @@ SessionOutcome Session::run() {
   // The poll loop on its own thread; everything else on this one.
   sampler::PollLoop loop(m.options.loop, m.queue);
   for (const auto& t : m.targets) loop.add(*t->sampler);
-  std::atomic<bool> stop{false};
+  std::atomic<bool>& stop = m.stop;
   std::atomic<bool> loop_done{false};
   sampler::StopReason reason = sampler::StopReason::kStopped;
   std::exception_ptr loop_error;
@@ -205,11 +214,13 @@ SessionOutcome Session::run() {
 
   asio::steady_timer timer(m.io);
   std::function<void(const boost::system::error_code&)> on_timer = [&](const boost::system::error_code&) {
+    const bool done = loop_done;  // read before draining: when set, this drain delivers the last records
     m.drain();
-    const LiveStats live{loop.counters(), m.queue.dropped()};
+    const LiveStats live{loop.counters(), m.queue.dropped(), done};
     for (Sink* s : m.sinks) s->stats(live);
-    if (loop_done) {
+    if (done) {
       m.signals.cancel();
+      m.io.stop();  // a front end's handlers (keys, SIGWINCH) would keep the loop running
       return;
     }
     timer.expires_after(kDrainPeriod);

@@ -17,6 +17,10 @@
 #include "cli/sink.hpp"
 #include "sampler/poll_loop.hpp"
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace gilspy::cli {
 
 struct SessionOptions {
@@ -47,9 +51,20 @@ class Session {
   void add_sink(Sink& sink);  // before run(); the sink outlives the session's run()
   std::vector<const SessionTarget*> targets() const;
 
-  // Polls until the duration passes, SIGINT/SIGTERM, or every target is gone; delivers every record; calls
-  // every sink's finish() even when polling failed, then rethrows what failed (the drain side's error first).
+  // Polls until the duration passes, SIGINT/SIGTERM, request_stop(), or every target is gone; delivers every
+  // record; calls every sink's finish() even when polling failed, then rethrows what failed (the drain side's
+  // error first).
   SessionOutcome run();
+
+  // The session's Asio loop, for a front end's own handlers (`top`: keys, SIGWINCH). They run on the session's
+  // thread between drains. They need not end by themselves: once polling has ended and every record is
+  // delivered, run() stops the loop; handlers still pending then never run. Whatever they use must outlive
+  // run(); the io_context itself lives as long as the session. An exception from a handler ends the session
+  // like a sink's (every sink finished, then rethrown by run()).
+  boost::asio::io_context& io_context();
+  // From the session's thread while run() runs (a key handler, a sink): stop polling; run() then ends as if
+  // stopped (SessionOutcome::reason kStopped, stop_reason "stopped") once the last records are delivered.
+  void request_stop();
 
  private:
   struct Impl;

@@ -36,6 +36,8 @@ struct SessionTarget {
 struct LiveStats {
   const sampler::LoopCounters& loop;
   uint64_t dropped_records = 0;  // queue overflow so far
+  // Polling had ended before this drain began: every record has now been delivered and finish() comes next.
+  bool polling_ended = false;
 };
 
 // Once, after the poll thread has stopped and every record has been delivered.

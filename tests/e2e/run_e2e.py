@@ -349,13 +349,27 @@ def scenario_bad_pid(gilspy, python):
     one_line_error(out, "-p")
     out = run_gilspy(gilspy, "record", "-o", tempfile.mkdtemp(), "--", "/nonexistent/python3", "x.py")
     one_line_error(out, "/nonexistent/python3")
+    # top: the same errors and exit codes as record
+    out = run_gilspy(gilspy, "top", "-p", 999999999)
+    one_line_error(out, "999999999")
+    check(out.returncode == 1, f"top -p on no process: exit {out.returncode}, expected 1")
+    out = run_gilspy(gilspy, "top", "-p", "12,abc")
+    one_line_error(out, "abc")
+    check(out.returncode == 2, f"top: a malformed PID list is a usage error (2), got {out.returncode}")
+    for args in ([], ["-p", "1", "--", "python3"], ["-p", "1", "--interval", "0"], ["-p", "1", "-n", "0"]):
+        out = run_gilspy(gilspy, "top", *args)
+        one_line_error(out)
+        check(out.returncode == 2, f"top {args}: exit {out.returncode}, expected 2")
+    out = run_gilspy(gilspy, "top", "--", "/nonexistent/python3", "x.py")
+    one_line_error(out, "/nonexistent/python3")
 
 
 def scenario_not_python(gilspy, python):
     p = subprocess.Popen(["sleep", "100"])
     try:
         time.sleep(0.2)
-        for args in (["info", "-p", p.pid], ["record", "-p", p.pid, "-d", 1, "-o", tempfile.mkdtemp()]):
+        for args in (["info", "-p", p.pid], ["record", "-p", p.pid, "-d", 1, "-o", tempfile.mkdtemp()],
+                     ["top", "-p", p.pid, "-n", 1]):
             one_line_error(run_gilspy(gilspy, *args), "not a CPython")
     finally:
         p.kill()
@@ -424,6 +438,241 @@ def scenario_python_api(gilspy, python):
     check_trace(info["files"]["trace"], raw)
 
 
+# --- issue 7: gilspy top -------------------------------------------------------------------------------------
+
+def top_json_lines(out):
+    check(out.returncode == 0, f"top exited {out.returncode}: {out.stderr!r}")
+    lines = [l for l in out.stdout.splitlines() if l.strip()]
+    return [json.loads(l) for l in lines]
+
+
+def scenario_top_batch(gilspy, python):
+    """Batch JSON: 3 CPU threads share the GIL, a sleeper barely holds it; -n stops after exactly COUNT."""
+    w = Workload(python, "cpu_and_sleeper.py", 30, 3)
+    try:
+        cpu, sleeper = w.info["cpu"], w.info["sleeper"]
+        snaps = top_json_lines(run_gilspy(gilspy, "top", "-p", w.pid, "--json", "-n", 3, timeout=60))
+        check(len(snaps) == 3, f"-n 3 printed {len(snaps)} snapshots")
+        for s in snaps:
+            check(len(s["processes"]) == 1 and s["processes"][0]["pid"] == w.pid, f"processes {s['processes']}")
+            check(0.9 <= s["interval_s"] <= 1.1, f"a snapshot covers {s['interval_s']} s for --interval 1")
+        p = snaps[-1]["processes"][0]
+        check(not p["ended"], "the process is shown as ended")
+        threads = {t["tid"]: t for t in p["threads"]}
+        check(set(cpu) | {sleeper, w.info["main"]} <= set(threads),
+              f"threads {sorted(threads)}, expected cpu {cpu}, sleeper {sleeper}, main {w.info['main']}")
+        check(2.5 <= snaps[-1]["totals_s"] <= 3.5, f"totals over {snaps[-1]['totals_s']} s after 3 snapshots")
+        for tid in cpu:
+            hold = threads[tid]["total"]["hold"]
+            check(0.20 <= hold <= 0.50, f"CPU thread {tid} held {hold:.1%} over 3 snapshots, expected 20-50 %")
+        s_hold = threads[sleeper]["total"]["hold"]
+        check(s_hold < 0.05, f"sleeper held {s_hold:.1%}, expected < 5 %")
+        check(p["total"]["gil_busy"] > 0.8, f"GIL busy {p['total']['gil_busy']:.1%} with 3 CPU threads")
+        print(f"top {p['python_version']}: " + ", ".join(f"cpu {threads[t]['total']['hold']:.1%}" for t in cpu) +
+              f", sleeper {s_hold:.2%}; busy {p['total']['gil_busy']:.1%}, {p['total']['poll_rate_hz']:.0f} polls/s")
+
+        t0 = time.monotonic()
+        snaps = top_json_lines(run_gilspy(gilspy, "top", "-p", w.pid, "--json", "-n", 2, "--interval", 0.5))
+        took = time.monotonic() - t0
+        check(len(snaps) == 2, f"-n 2 printed {len(snaps)} snapshots")
+        check(took < 4, f"-n 2 --interval 0.5 took {took:.1f} s")
+
+        out = run_gilspy(gilspy, "top", "-p", w.pid, "-n", 1, check_rc=0)  # not a terminal: batch text
+        check("\x1b" not in out.stdout, "batch text holds an escape code")
+        check(f"pid {w.pid}" in out.stdout and "HOLD%" in out.stdout and str(cpu[0]) in out.stdout,
+              f"batch text lacks the process, the heading or a thread: {out.stdout!r}")
+    finally:
+        w.kill()
+
+
+class Pty:
+    """gilspy in a pseudo-terminal that is its controlling terminal (so Ctrl+C raises SIGINT), 160x50."""
+
+    def __init__(self, args, env=None):
+        import fcntl
+        import pty
+        import struct
+        import termios
+        import threading
+        self.master, self.slave = pty.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+        self.stty_before = self.stty()
+
+        def controlling_tty():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen(args, stdin=self.slave, stdout=self.slave, stderr=self.slave,
+                                     preexec_fn=controlling_tty, env=dict(os.environ, **(env or {})))
+        self.data = b""
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.data += chunk
+
+    def stty(self):
+        return subprocess.run(["stty", "-a"], stdin=self.slave, capture_output=True, text=True).stdout
+
+    def text(self):
+        with self.lock:
+            return self.data.decode(errors="replace")
+
+    def frame(self):
+        """The last complete frame drawn, as plain lines."""
+        import re
+        frames = self.text().split("\x1b[H")
+        for f in reversed(frames):
+            if "\x1b[J" in f:
+                f = re.sub(r"\x1b\[[0-9;]*m", "", f.split("\x1b[J")[0])
+                return [l.lstrip("\r\n") for l in f.split("\x1b[K")]
+        return []
+
+    def wait_frame(self, pred, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            f = self.frame()
+            if f and pred(f):
+                return f
+            time.sleep(0.05)
+        raise Failure(f"no frame with {what} within {timeout} s; last frame: {self.frame()}")
+
+    def send(self, data):
+        os.write(self.master, data)
+
+    def finish(self, timeout):
+        t0 = time.monotonic()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Failure(f"gilspy top did not exit within {timeout} s; last frame: {self.frame()}")
+        took = time.monotonic() - t0
+        time.sleep(0.2)  # the reader takes the last output
+        return rc, took
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.slave)
+        os.close(self.master)
+
+
+def thread_rows(frame):
+    """TIDs of the thread rows of the first process, in screen order."""
+    tids, in_table = [], False
+    for line in frame:
+        if line.lstrip().startswith("TID "):
+            in_table = True
+            continue
+        if in_table:
+            parts = line.split()
+            if not parts or not parts[0].isdigit():
+                break
+            tids.append(int(parts[0]))
+    return tids
+
+
+def check_restored(t, what):
+    after = t.stty()
+    check(after == t.stty_before, f"{what}: terminal modes not restored:\nbefore {t.stty_before}\nafter {after}")
+    text = t.text()
+    check(text.rfind("\x1b[?1049l") > text.rfind("\x1b[?1049h") >= 0, f"{what}: the alternate screen was not left")
+    check(text.rfind("\x1b[?25h") > text.rfind("\x1b[?25l"), f"{what}: the cursor was not shown again")
+
+
+def scenario_top_interactive(gilspy, python):
+    """The live screen in a real pseudo-terminal: rows, sort keys, q / Ctrl+C / SIGTERM restore the terminal."""
+    w = Workload(python, "cpu_and_sleeper.py", 60, 3)
+    try:
+        cpu, main_tid = set(w.info["cpu"]), w.info["main"]
+        t = Pty([gilspy, "top", "-p", str(w.pid)])
+        try:
+            t0 = time.monotonic()
+            f = t.wait_frame(lambda f: cpu <= set(thread_rows(f)), 8, "the CPU threads' rows")
+            shown_after = time.monotonic() - t0
+            check(any("h sort" in l or "q quit" in l for l in f), f"no help line: {f}")
+            rows = thread_rows(f)
+            check(rows[0] in cpu and rows.index(main_tid) > max(rows.index(c) for c in cpu),
+                  f"sorted by HOLD%, a CPU thread should come first and the main thread after them: {rows}")
+            t.send(b"i")
+            f = t.wait_frame(lambda f: "sorted by TID" in f[0], 2, "'sorted by TID' after the key i")
+            rows = thread_rows(f)
+            check(rows == sorted(rows) and rows[0] == main_tid, f"sorted by TID, rows are {rows}")
+            t.send(b"t")
+            t.wait_frame(lambda f: "totals over" in f[0], 2, "totals after the key t")
+            t.send(b"q")
+            rc, took = t.finish(5)
+            check(rc == 0, f"q: exit {rc}")
+            check(took < 1.0, f"q: took {took:.2f} s to exit")
+            check_restored(t, "q")
+        finally:
+            t.close()
+        print(f"top: rows after {shown_after:.1f} s, h and i orders right, q exited 0 in {took:.2f} s")
+
+        for how in ("Ctrl+C", "SIGTERM"):
+            t = Pty([gilspy, "top", "-p", str(w.pid)])
+            try:
+                t.wait_frame(lambda f: cpu <= set(thread_rows(f)), 8, "the CPU threads' rows")
+                if how == "Ctrl+C":
+                    t.send(b"\x03")
+                else:
+                    t.proc.send_signal(signal.SIGTERM)
+                rc, took = t.finish(5)
+                check(rc == 0, f"{how}: exit {rc}")
+                check_restored(t, how)
+            finally:
+                t.close()
+
+        # Bad input on a terminal: one error line, the terminal never touched.
+        t = Pty([gilspy, "top", "-p", "999999999"])
+        try:
+            rc, _ = t.finish(10)
+            check(rc == 1, f"top -p 999999999 on a terminal exited {rc}")
+            check("\x1b[?1049h" not in t.text() and "gilspy: error: " in t.text(), f"output {t.text()!r}")
+            check(t.stty() == t.stty_before, "an error changed the terminal modes")
+        finally:
+            t.close()
+    finally:
+        w.kill()
+
+
+def scenario_top_target_exits(gilspy, python):
+    """The target exits: the live screen's last frame stays, with a note, and top exits 0; batch says ended."""
+    t = Pty([gilspy, "top", "--", python, os.path.join(WORKLOADS, "cpu_threads.py"), "2.5", "2"],
+            env=workload_env())
+    try:
+        rc, _ = t.finish(30)
+        check(rc == 0, f"top exited {rc} when the launched program exited 0")
+        check_restored(t, "target exit")
+        after = t.text().split("\x1b[?1049l")[-1]
+        check("exited" in after and "[ended]" in after and "MainThread" in after,
+              f"the last screen was not left on the terminal: {after!r}")
+    finally:
+        t.close()
+
+    w = Workload(python, "cpu_threads.py", 2.5, 2)
+    try:
+        snaps = top_json_lines(run_gilspy(gilspy, "top", "-p", w.pid, "--json", "--interval", 0.5, timeout=30))
+        check(len(snaps) >= 2, f"only {len(snaps)} snapshots before the exit")
+        last = snaps[-1]["processes"][0]
+        check(last["ended"], f"the last snapshot does not show the process ended: {last}")
+        check(all(t["ended"] for t in last["threads"]), "threads of an exited process not ended")
+        check(not any(p["processes"][0]["ended"] for p in snaps[:-1]), "ended before the last snapshot")
+    finally:
+        w.kill()
+
+
 SCENARIOS = {
     "info": scenario_info,
     "info_early": scenario_info_early,
@@ -442,6 +691,9 @@ SCENARIOS = {
     "exiting": scenario_exiting,
     "no_permission": scenario_no_permission,
     "python_api": scenario_python_api,
+    "top_batch": scenario_top_batch,
+    "top_interactive": scenario_top_interactive,
+    "top_target_exits": scenario_top_target_exits,
 }
 
 if __name__ == "__main__":

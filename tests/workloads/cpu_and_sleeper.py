@@ -1,7 +1,7 @@
-"""2 CPU-bound threads and 1 thread looping time.sleep(0.001): the sleeper holds the GIL only for a moment
-after each nap, then waits for it behind the CPU threads' switch interval.
+"""N CPU-bound threads (2 by default) and 1 thread looping time.sleep(0.001): the sleeper holds the GIL only for
+a moment after each nap, then waits for it behind the CPU threads' switch interval.
 
-usage: cpu_and_sleeper.py SECONDS
+usage: cpu_and_sleeper.py SECONDS [N]
 """
 import sys
 import threading
@@ -10,9 +10,10 @@ import time
 from common import announce, native_id, report, seconds_arg, spin_until
 
 duration = seconds_arg(sys.argv, 5.0)
+count = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 roles = {}
 lock = threading.Lock()
-started = threading.Barrier(4)
+started = threading.Barrier(count + 2)
 
 
 def cpu(name):
@@ -36,7 +37,7 @@ def sleeper():
 
 
 stop = time.monotonic() + duration
-threads = [threading.Thread(target=cpu, args=(i,)) for i in range(2)] + [threading.Thread(target=sleeper)]
+threads = [threading.Thread(target=cpu, args=(i,)) for i in range(count)] + [threading.Thread(target=sleeper)]
 for t in threads:
     t.start()
 started.wait()

@@ -1,0 +1,43 @@
+// `gilspy top`: a live, top-like view of who holds and who waits for the GIL, per thread, per interval.
+#include "cli/commands.hpp"
+#include "cli/target_options.hpp"
+#include "cli/top_session.hpp"
+
+namespace gilspy::cli {
+
+Runner add_top_command(CLI::App& app) {
+  auto opts = std::make_shared<TopOptions>();
+  auto targets = std::make_shared<TargetArgs>();
+  auto* cmd = app.add_subcommand("top", "Watch who holds and who waits for the GIL, live, thread by thread");
+  cmd->footer(
+      "Examples:\n"
+      "  gilspy top -p 1234                     watch a running process (q or Ctrl+C to quit)\n"
+      "  gilspy top -p 1234,1240                several processes, one group each\n"
+      "  gilspy top -- python3 train.py         launch a program and watch it until it exits\n"
+      "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
+      "Keys: h sort by HOLD%, w by WAIT%, i by TID; t totals since start / last interval; p pause;\n"
+      "r reset the totals; q quit. On a pipe (or with --batch) it prints a plain snapshot every interval.\n"
+      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, the targets' exit); in launch mode "
+      "the\n"
+      "program's own exit status; 1 on errors; 2 for wrong arguments.");
+  add_target_options(*cmd, *targets, "watch");
+  cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes (default 1)")
+      ->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(CLI::PositiveNumber);
+  cmd->add_flag(
+      "-b,--batch", opts->batch,
+      "Print a plain snapshot every interval instead of the live screen (the default when stdout is "
+      "not a terminal)");
+  cmd->add_flag("--json", opts->json, "Batch mode, one JSON object per snapshot per line");
+  cmd->add_option("-o,--output-dir", opts->output_dir,
+                  "Also write the raw files and Chrome traces (as `gilspy record` does) into this directory");
+  return [opts, targets] {
+    opts->pids = targets->pids();
+    opts->command = targets->command;
+    opts->loop = targets->loop();
+    opts->attach_timeout_s = targets->attach_timeout_s;
+    return run_top(*opts);
+  };
+}
+
+}  // namespace gilspy::cli

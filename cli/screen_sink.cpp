@@ -1,0 +1,125 @@
+#include "cli/screen_sink.hpp"
+
+#include <utility>
+
+namespace gilspy::cli {
+
+namespace {
+
+top::Role role_of(raw::GilRole r) {
+  switch (r) {
+    case raw::GilRole::kHolding:
+      return top::Role::kHolding;
+    case raw::GilRole::kWaiting:
+      return top::Role::kWaiting;
+    case raw::GilRole::kReleased:
+      return top::Role::kReleased;
+  }
+  return top::Role::kReleased;
+}
+
+}  // namespace
+
+ScreenSink::ScreenSink(OnSnapshot on_snapshot) : on_snapshot_(std::move(on_snapshot)) {}
+
+void ScreenSink::start(const SessionTarget& t) {
+  if (!anchored_) {
+    anchor_ns_ = t.monotonic_ns;
+    anchored_ = true;
+  }
+  // The poll loop starts right after the sinks, so its counters are zero at (about) time 0.
+  model_.add_process({.id = t.id,
+                      .pid = t.pid,
+                      .command = t.command,
+                      .python_version = t.interp->binary.version.text(),
+                      .rank = t.rank,
+                      .start_ns = 0});
+  live_[t.id];
+}
+
+int64_t ScreenSink::now_ns() const {
+  return anchored_ ? sampler::monotonic_ns() - anchor_ns_ : 0;
+}
+
+void ScreenSink::take_snapshot(bool last) {
+  const int64_t at = *tick_ns_;
+  tick_ns_.reset();
+  on_snapshot_(model_.snapshot(at), last);
+}
+
+void ScreenSink::flush_tick() {
+  if (tick_ns_) take_snapshot(false);
+}
+
+void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
+  const uint32_t id = t.id;
+  // A tick's records (each target's Stats, then its threads' states) come together; any other record, or
+  // another tick, means the tick is complete.
+  const bool part_of_tick =
+      tick_ns_ && std::visit(raw::overloaded{[&](const raw::Stats& s) { return s.ts == *tick_ns_; },
+                                             [&](const raw::ThreadState& s) { return s.ts == *tick_ns_; },
+                                             [](const auto&) { return false; }},
+                             r);
+  if (tick_ns_ && !part_of_tick) flush_tick();
+  Liveness& life = live_[id];
+  std::visit(
+      raw::overloaded{
+          [&](const raw::ThreadStart& x) {
+            model_.thread_started(id, x.tid, x.name, x.ts);
+            life.threads.insert(x.tid);
+          },
+          [&](const raw::ThreadEnd& x) {
+            model_.thread_ended(id, x.tid, x.ts);
+            if (life.threads.erase(x.tid) > 0) life.last_end_ns = x.ts;
+          },
+          [&](const raw::Hold& x) { model_.hold(id, x.tid, x.ts, x.dur); },
+          [&](const raw::Wait& x) { model_.wait(id, x.tid, x.ts, x.dur); },
+          [&](const raw::Waiters& x) { model_.waiters(id, x.ts, static_cast<int>(x.n)); },
+          [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
+          [&](const raw::Stats& x) {
+            model_.stats(id, x.ts,
+                         {.polls = x.polls,
+                          .late = x.late,
+                          .missed = x.missed,
+                          .handoffs_seen = x.handoffs_seen,
+                          .handoffs_total = x.handoffs_total});
+            if (!tick_ns_) {
+              tick_ns_ = x.ts;
+              tick_in_this_drain_ = true;
+            }
+          },
+      },
+      r);
+}
+
+void ScreenSink::stats(const LiveStats& live) {
+  // A target none of whose threads lives any more has exited (or its interpreter is gone): say so once.
+  for (auto& [id, life] : live_) {
+    if (!life.ended && life.threads.empty() && life.last_end_ns >= 0) {
+      life.ended = true;
+      model_.process_ended(id, life.last_end_ns);
+    }
+  }
+  // The last tick of a run comes when polling stops: finish() decides what to do with it.
+  if (live.polling_ended) return;
+  // A tick delivered in an earlier drain is complete (the poll thread emits a tick's records in one go); one
+  // from this drain may still be coming in, unless a later record already closed it.
+  if (tick_ns_ && !tick_in_this_drain_) flush_tick();
+  tick_in_this_drain_ = false;
+}
+
+void ScreenSink::finish(const SessionEnd& end) {
+  if (end.stop_reason != "target exited") return;
+  for (auto& [id, life] : live_) {
+    if (!life.ended) model_.process_ended(id, life.last_end_ns >= 0 ? life.last_end_ns : end.end_ns);
+  }
+  tick_ns_ = end.end_ns;
+  take_snapshot(true);
+}
+
+void ScreenSink::reset() {
+  flush_tick();
+  model_.reset(now_ns());
+}
+
+}  // namespace gilspy::cli

@@ -1,0 +1,54 @@
+#pragma once
+// The sink of `gilspy top`: adapts the session's records to the window model (cli/top/top_model.hpp) and
+// hands out a snapshot per stats tick of the poll loop. The session's stats tick is set to the refresh
+// interval, so each snapshot closes the window exactly at a tick: after that tick's Stats and ThreadState
+// records (the open holds and waits) and before any later record.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "cli/sink.hpp"
+#include "cli/top/top_model.hpp"
+
+namespace gilspy::cli {
+
+class ScreenSink final : public Sink {
+ public:
+  // `on_snapshot` gets each snapshot, on the session's thread; `last` is set for the one finish() takes when
+  // the targets exited (the model then shows them ended).
+  using OnSnapshot = std::function<void(top::TopSnapshot snapshot, bool last)>;
+  explicit ScreenSink(OnSnapshot on_snapshot);
+
+  void start(const SessionTarget& target) override;
+  void record(const SessionTarget& target, const raw::Record& r) override;
+  void stats(const LiveStats& live) override;
+  void finish(const SessionEnd& end) override;
+
+  // Totals and the window restart now (a key): a tick still waiting is shown first.
+  void reset();
+  // Now on the session's timeline (0 before the first target started).
+  int64_t now_ns() const;
+
+ private:
+  void take_snapshot(bool last);
+  void flush_tick();  // the tick whose records were delivered, if any, becomes a snapshot
+
+  OnSnapshot on_snapshot_;
+  top::TopModel model_{0};
+  int64_t anchor_ns_ = 0;  // CLOCK_MONOTONIC of the session's time 0
+  bool anchored_ = false;
+  // A stats tick whose records are coming in: the snapshot is taken at its time once they are all in.
+  std::optional<int64_t> tick_ns_;
+  bool tick_in_this_drain_ = false;
+  // Per target: threads alive, and when the last one ended. A target none of whose threads lives is over.
+  struct Liveness {
+    std::set<int64_t> threads;
+    int64_t last_end_ns = -1;
+    bool ended = false;
+  };
+  std::map<raw::TargetId, Liveness> live_;
+};
+
+}  // namespace gilspy::cli

@@ -1,0 +1,73 @@
+#include "cli/target_options.hpp"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "cli/commands.hpp"
+
+namespace gilspy::cli {
+
+void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
+  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated");
+  a.rate_option =
+      cmd.add_option("-r,--rate", a.rate_hz,
+                     "Poll at this fixed rate (polls per second). Without it gilspy polls adaptively: "
+                     "10000 Hz around hand-offs and forced switches, down to 500 Hz while the GIL's "
+                     "state is steady, within --cpu-budget")
+          ->check(CLI::Range(1.0, 1e6));
+  cmd.add_option("--cpu-budget", a.cpu_budget_pct,
+                 "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps it busy (a "
+                 "server, threads releasing the GIL all the time) it polls less often around hand-offs instead. "
+                 "0: no limit")
+      ->default_val(4.0)
+      ->check(CLI::Range(0.0, 100.0));
+  cmd.add_flag("--busy", a.busy,
+               "Spin instead of sleeping between polls: the highest rates (100 kHz and more), one core busy");
+  cmd.add_flag(
+      "--no-realtime", a.no_realtime,
+      "Do not run the poll thread at real-time priority (SCHED_FIFO, lowest level). Without it, a busy "
+      "machine makes polls late, right after hand-offs most of all, and the intervals less exact");
+  cmd.add_flag(
+         "--poller-anywhere", a.anywhere,
+         "Let the poll thread run on any CPU, the GIL holder's too (for measuring what placement saves)")
+      ->group("");  // hidden: a benchmark knob, not a user setting
+  cmd.add_option("--attach-timeout", a.attach_timeout_s,
+                 "Seconds to wait for a launched program's interpreter to start")
+      ->default_val(10.0)
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("command", a.command, "Program to launch and " + verb + " (after --)");
+  cmd.positionals_at_end(true);
+}
+
+std::vector<int> TargetArgs::pids() const {
+  std::vector<int> out;
+  if (!pid_text.empty()) out = parse_pid_list(pid_text);
+  if (out.empty() == command.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "give either -p PID[,PID...] or a program to launch after --, not both or "
+                "neither");
+  }
+  return out;
+}
+
+sampler::PollLoopOptions TargetArgs::loop() const {
+  return {.rate_hz = rate_hz,
+          .adaptive = rate_option->count() == 0 && !busy,
+          .cpu_budget = cpu_budget_pct / 100,
+          .placement = !anywhere,
+          .busy = busy,
+          .realtime = !no_realtime};
+}
+
+void warn_if_rate_too_high(double rate_hz, bool busy) {
+  if (!busy && rate_hz > 20000) {
+    fmt::print(stderr,
+               "gilspy: note: a {:.0f} Hz poll period ({:.0f} us) is shorter than a sleeping timer keeps on "
+               "most machines: expect late polls, or use --busy to spin\n",
+               rate_hz, 1e6 / rate_hz);
+  }
+}
+
+}  // namespace gilspy::cli

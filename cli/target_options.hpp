@@ -1,0 +1,39 @@
+#pragma once
+// The options `record` and `top` share: which processes (-p PID[,PID...] or a program after --) and how to
+// poll them (-r, --cpu-budget, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout). Defined once, so
+// both commands take the same words and poll the same way: adaptively by default, at a fixed rate with -r.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sampler/poll_loop.hpp"
+
+namespace gilspy::cli {
+
+struct TargetArgs {
+  // Filled by CLI11 while parsing:
+  std::string pid_text;
+  std::vector<std::string> command;
+  double rate_hz = 10000;
+  double cpu_budget_pct = 4;  // adaptive polling: gilspy's CPU budget, % of one core (0: none)
+  bool busy = false;
+  bool no_realtime = false;
+  bool anywhere = false;
+  double attach_timeout_s = 10;
+  CLI::Option* rate_option = nullptr;
+
+  // After parsing. Throws Error(kUsage) unless exactly one of -p and a command was given.
+  std::vector<int> pids() const;
+  // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1
+  // s.
+  sampler::PollLoopOptions loop() const;
+};
+
+// Adds the shared options to `cmd`; `verb` completes the help texts ("record", "watch").
+void add_target_options(CLI::App& cmd, TargetArgs& args, const std::string& verb);
+
+// The note printed when a sleeping poll loop is asked for a rate most timers cannot keep.
+void warn_if_rate_too_high(double rate_hz, bool busy);
+
+}  // namespace gilspy::cli
