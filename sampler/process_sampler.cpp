@@ -7,7 +7,10 @@
 namespace gilspy::sampler {
 
 ProcTaskStateSource::ProcTaskStateSource(pid_t pid, uint64_t gil_addr, const layouts::GilLayout& gil)
-    : pid_(pid), gil_addr_(gil_addr), gil_(gil), files_(ThreadWalker::kMaxThreads),
+    : pid_(pid),
+      gil_addr_(gil_addr),
+      gil_(gil),
+      files_(ThreadWalker::kMaxThreads),
       tids_(ThreadWalker::kMaxThreads),
       stats_(ThreadWalker::kMaxThreads) {}
 
@@ -41,6 +44,7 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       walker_(interp.pid, interp.layout, interp.interp_addr),
       tracks_(ThreadWalker::kMaxThreads),
       walk_buffer_(ThreadWalker::kMaxThreads),
+      asked_(ThreadWalker::kMaxThreads),
       gil_bytes_(interp.layout.gil.size) {
   active_.reserve(ThreadWalker::kMaxThreads);
 }
@@ -101,8 +105,8 @@ void ProcessSampler::rewalk(int64_t t_mid) {
     Track& t = tracks_[i];
     bool still = false;
     for (size_t j = 0; j < n && !still; ++j) {
-      still = walk_buffer_[j].tstate == t.ref.tstate && walker_.identity_value(walk_buffer_[j]) == t.identity &&
-              walk_buffer_[j].tid == t.ref.tid;
+      still = walk_buffer_[j].tstate == t.ref.tstate &&
+              walker_.identity_value(walk_buffer_[j]) == t.identity && walk_buffer_[j].tid == t.ref.tid;
     }
     if (!still) {
       set_role(t, GilRole::kReleased, t_mid);
@@ -131,7 +135,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
 }
 
 void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs,
-                                      int64_t t_mid) {
+                                      bool no_room_in_wait, int64_t t_mid) {
   switch (s) {
     case TaskState::kGilCond:
     case TaskState::kGilMutex:
@@ -144,12 +148,12 @@ void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g,
         return;
       }
       // A woken waiter reads "running" until it really takes the GIL, so it stays a waiter. It left take_gil
-      // only if it took the GIL between two polls: surely when it is the last holder now, or when nobody is
-      // inside the GIL's condition wait at all (glibc counts a woken waiter in __wrefs until it has run: a
-      // waiter queued behind a busy CPU is still counted, one that took and dropped the GIL is not); perhaps
-      // when other hand-offs went unseen. Then it stays a waiter on probation, asked again at every poll until
-      // the kernel says where it is, and a release is dated back to the first doubt.
-      if (g.last_holder == t.ref.tstate || g.waiters == 0) {
+      // only if it took the GIL between two polls: surely when it is the last holder now, or when the GIL's
+      // condition wait has no room for it (`no_room_in_wait`, see poll(): a waiter queued behind a busy CPU
+      // is still counted there, one that took and dropped the GIL is not); perhaps when other hand-offs went
+      // unseen. Then it stays a waiter on probation, asked again at every poll until the kernel says where it
+      // is, and a release is dated back to the first doubt.
+      if (g.last_holder == t.ref.tstate || no_room_in_wait) {
         set_role(t, GilRole::kReleased, t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
         t.maybe_left_ns = -1;
       } else if (unseen_handoffs && t.maybe_left_ns < 0) {
@@ -162,7 +166,8 @@ void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g,
       return;
     case TaskState::kSwitchWait:
     case TaskState::kOtherSyscall:
-      set_role(t, GilRole::kReleased, t.role == GilRole::kWaiting && t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
+      set_role(t, GilRole::kReleased,
+               t.role == GilRole::kWaiting && t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
       t.maybe_left_ns = -1;
       return;
   }
@@ -240,7 +245,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   counters_.handoffs_seen.fetch_add(seen, std::memory_order_relaxed);
   const bool unseen_handoffs = delta > seen;
 
-  // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters can
+  // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters
+  // can
   //    only shrink when the holder changes; it grows when the cond's waiter count goes past what we know.
   size_t known_waiting = 0;
   for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
@@ -248,6 +254,12 @@ bool ProcessSampler::poll(int64_t t_now) {
   const bool scan_all = periodic || (holder_changed && (g.waiters > 0 || known_waiting > 0));
   const bool scan_released = !scan_all && g.waiters > known_waiting;
 
+  // 5. Ask first, then decide: whether a waiter that reads "running" can still be inside the GIL's condition
+  //    wait depends on the others. glibc counts a woken waiter in __wrefs until it has run, so the cond's
+  //    count covers the threads asleep in it plus the woken ones: when the threads the kernel shows asleep
+  //    there (and the waiters not asked) already make up the count, every "running" waiter has left take_gil.
+  size_t asked = 0;
+  int64_t accounted = 0;  // waiters the cond's count is known or assumed to include
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     if (static_cast<int>(i) == holder) {
@@ -263,10 +275,18 @@ bool ProcessSampler::poll(int64_t t_now) {
                      (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0));
     if (ask) {
       counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
-      apply_task_state(t, tasks_.read(i), g, unseen_handoffs, t_mid);
+      const TaskState state = tasks_.read(i);
+      asked_[asked++] = {i, state};  // capacity kMaxThreads: no allocation
+      accounted += state == TaskState::kGilCond ? 1 : 0;
     } else if (t.role == GilRole::kHolding) {
       set_role(t, GilRole::kReleased, t_mid);
+    } else if (t.role == GilRole::kWaiting) {
+      ++accounted;
     }
+  }
+  const bool no_room_in_wait = accounted >= static_cast<int64_t>(g.waiters);
+  for (size_t k = 0; k < asked; ++k) {
+    apply_task_state(tracks_[asked_[k].first], asked_[k].second, g, unseen_handoffs, no_room_in_wait, t_mid);
   }
   if (g.waiters != prev_.waiters) emit(raw::Waiters{.ts = t_now, .n = g.waiters});
   note_activity(g, delta, dirty, t_now, t_mid);
@@ -277,7 +297,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   return true;
 }
 
-void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid) {
+void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now,
+                                   int64_t t_mid) {
   const bool handoff = delta > 0 || g.last_holder != prev_.last_holder;
   activity_.expected_due_ns = activity_.switch_due_ns;
   if (handoff) {
@@ -302,8 +323,8 @@ void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirt
   activity_.probation = probation;
   activity_.switch_due_ns = -1;
   if (g.locked == 1 && g.waiters > 0) {
-    activity_.switch_due_ns =
-        std::max(last_handoff_ns_, waiters_since_ns_) + static_cast<int64_t>(g.interval_us) * 1000 + due_delay_ns_;
+    activity_.switch_due_ns = std::max(last_handoff_ns_, waiters_since_ns_) +
+                              static_cast<int64_t>(g.interval_us) * 1000 + due_delay_ns_;
   }
 }
 

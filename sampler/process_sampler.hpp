@@ -1,12 +1,13 @@
 #pragma once
-// Everything one poll does for one target process: one batched read of the GIL struct and of one identity word
-// per known thread, thread-list upkeep, naming the waiters, and turning what changed into hold / wait
+// Everything one poll does for one target process: one batched read of the GIL struct and of one identity
+// word per known thread, thread-list upkeep, naming the waiters, and turning what changed into hold / wait
 // intervals. Fixed-size tables are allocated at construction; poll() itself never allocates.
 #include <sys/types.h>
 
 #include <array>
 #include <atomic>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "raw/records.hpp"
@@ -101,7 +102,8 @@ class ProcessSampler {
   template <class Kind>
   void emit(Kind&& record);  // one alternative of raw::Record
   void note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid);
-  void apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs, int64_t t_mid);
+  void apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs, bool no_room_in_wait,
+                        int64_t t_mid);
 
   Interpreter interp_;
   MemoryReader& reader_;
@@ -112,14 +114,15 @@ class ProcessSampler {
   ThreadWalker walker_;
   SamplerCounters counters_;
 
-  std::vector<Track> tracks_;           // kMaxThreads slots
-  std::vector<uint16_t> active_;        // indices of the active slots, in discovery order
-  std::vector<ThreadRef> walk_buffer_;  // kMaxThreads
+  std::vector<Track> tracks_;                          // kMaxThreads slots
+  std::vector<uint16_t> active_;                       // indices of the active slots, in discovery order
+  std::vector<ThreadRef> walk_buffer_;                 // kMaxThreads
+  std::vector<std::pair<uint16_t, TaskState>> asked_;  // kMaxThreads: one poll's kernel answers
   std::array<ReadRegion, 2> regions_;
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
-  int holder_ = -1;             // the holder's track at the last poll
-  int watched_ = -1;            // the track whose identity word each poll reads (the last holder)
+  int holder_ = -1;                   // the holder's track at the last poll
+  int watched_ = -1;                  // the track whose identity word each poll reads (the last holder)
   uint64_t watched_word_ = 0;
   std::vector<uint8_t> gil_bytes_;
   bool truncated_ = false;
@@ -130,7 +133,7 @@ class ProcessSampler {
   int64_t waiters_since_ns_ = -1;  // when the GIL's cond last went from no waiters to some
   int64_t due_delay_ns_ = 0;       // how long after a wait's timeout forced switches are seen, on average
   static constexpr int64_t kDueLearnLimitNs = 3'000'000;
-  bool holding_changed_ = false;   // a thread started or stopped holding during this poll
+  bool holding_changed_ = false;  // a thread started or stopped holding during this poll
 
   bool started_ = false;
   bool gone_ = false;
