@@ -246,12 +246,14 @@ bool ProcessSampler::poll(int64_t t_now) {
   const bool unseen_handoffs = delta > seen;
 
   // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters
-  // can
-  //    only shrink when the holder changes; it grows when the cond's waiter count goes past what we know.
+  //    can only shrink when the holder changes, and only by the new holder when every hand-off was seen:
+  //    then only the previous holder (asked below as a "holding" thread) needs the kernel. After unseen
+  //    hand-offs anyone may have taken and dropped the GIL: everyone is asked. The set grows when the cond's
+  //    waiter count goes past what we know.
   size_t known_waiting = 0;
   for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
   const bool holder_changed = g.holder() != prev_.holder() || delta > 0;
-  const bool scan_all = periodic || (holder_changed && (g.waiters > 0 || known_waiting > 0));
+  const bool scan_all = periodic || (holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0));
   const bool scan_released = !scan_all && g.waiters > known_waiting;
 
   // 5. Ask first, then decide: whether a waiter that reads "running" can still be inside the GIL's condition
