@@ -32,6 +32,7 @@ int64_t CpuBudget::update(int64_t now) {
 void CpuBudget::observe(int64_t wall_ns, int64_t cpu_ns) {
   if (share_ <= 0 || wall_ns <= 0) return;
   const double used = static_cast<double>(cpu_ns) / static_cast<double>(wall_ns);
+  saturated_ = used > share_ && floor_ >= max_floor_ns_;
   if (used > share_) {
     // Far over budget (at the start, or when a target turns busy) the floor doubles at once; a little over,
     // it rises by a quarter.

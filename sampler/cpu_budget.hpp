@@ -17,6 +17,9 @@ class CpuBudget {
   // Called by the poll thread after each tick. Returns the shortest step allowed from now on.
   int64_t update(int64_t now);
   int64_t floor() const { return floor_; }
+  // Over budget with the floor already at its highest: the polls exempt from the floor (around forced
+  // switches) must give way too.
+  bool saturated() const { return saturated_; }
   // Fed by update() from the thread's CPU clock; public for tests.
   void observe(int64_t wall_ns, int64_t cpu_ns);
 
@@ -27,6 +30,7 @@ class CpuBudget {
   int64_t dense_ns_;
   int64_t max_floor_ns_;
   int64_t floor_;
+  bool saturated_ = false;
   int64_t window_start_ = -1;
   int64_t cpu_start_ = 0;
 };

@@ -108,7 +108,8 @@ int64_t PollLoop::next_step(int64_t now, Pacing& p) {
     counters_.placement_moves.store(p.placement.moves(), std::memory_order_relaxed);
     p.next_placement_check = now + kPlacementRecheckNs;
   }
-  p.schedule.set_floor(p.budget.update(now));
+  const int64_t floor = p.budget.update(now);
+  p.schedule.set_floor(floor, p.budget.saturated());
   return p.schedule.next_step(now);
 }
 

@@ -39,7 +39,7 @@ int64_t PollSchedule::next_step(int64_t now) {
     ceiling_ = std::min(o_.sparse_max_ns, ceiling_ + ceiling_ / 8);
   }
   // Under the CPU budget's pressure even these polls come at most every two peak periods.
-  if (peak_) return step_ = std::min(dense_, 2 * o_.dense_ns);
+  if (peak_) return step_ = saturated_ ? dense_ : std::min(dense_, 2 * o_.dense_ns);
   if (active_ || surprise_) return step_ = dense_;
   step_ = std::min(std::max(step_ * 2, dense_), std::max(ceiling_, dense_));
   if (overdue_) step_ = std::max(dense_, std::min(step_, o_.overdue_step_ns));

@@ -61,7 +61,12 @@ class PollSchedule {
   // The step from the current deadline to the next one.
   int64_t next_step(int64_t now);
   // The CPU budget's floor on every step (cpu_budget.hpp): the dense period becomes max(dense_ns, floor).
-  void set_floor(int64_t floor_ns) { dense_ = std::max(o_.dense_ns, floor_ns); }
+  // `saturated`: the budget is still exceeded at its highest floor, so even the peak-rate polls take the
+  // floor.
+  void set_floor(int64_t floor_ns, bool saturated = false) {
+    dense_ = std::max(o_.dense_ns, floor_ns);
+    saturated_ = saturated;
+  }
   bool dense() const { return step_ <= dense_; }
   int64_t ceiling() const { return ceiling_; }
   uint64_t surprises() const { return surprises_; }
@@ -75,7 +80,8 @@ class PollSchedule {
   int64_t step_;         // the step that led to the current tick
   int64_t ceiling_;      // the longest step for now
   bool active_ = false;  // poll at the dense period in force
-  bool peak_ = false;    // poll at the peak rate, whatever the CPU budget
+  bool peak_ = false;    // poll at the peak rate, whatever the CPU budget (unless saturated_)
+  bool saturated_ = false;
   int64_t forced_linger_until_ = 0;
   int64_t linger_until_ = 0;
   bool surprise_ = false;

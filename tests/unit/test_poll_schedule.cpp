@@ -157,3 +157,24 @@ TEST_CASE("schedule: the budget's floor stretches the dense period and every ste
   s.set_floor(0);
   CHECK(tick(s, a, 3 * kDense) == kDense);
 }
+
+TEST_CASE(
+    "cpu budget: saturated only while over budget at the highest floor; then even forced switches give way") {
+  CpuBudget b(0.04, kDense, 2 * kMs);
+  for (int i = 0; i < 20 && b.floor() < 2 * kMs; ++i)
+    b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs / 10);
+  REQUIRE(b.floor() == 2 * kMs);
+  CHECK_FALSE(b.saturated());  // reached the top in that window: not yet known to be too little
+  b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs / 10);
+  CHECK(b.saturated());
+  b.observe(CpuBudget::kWindowNs, CpuBudget::kWindowNs * 3 / 100);
+  CHECK_FALSE(b.saturated());
+
+  PollSchedule s(options());
+  PollActivity a;
+  a.switch_due_ns = 5 * kMs;
+  s.set_floor(kMs, false);
+  CHECK(tick(s, a, 5 * kMs) == 2 * kDense);  // a forced switch's window: near the peak rate under a floor
+  s.set_floor(kMs, true);
+  CHECK(tick(s, a, 5 * kMs + kDense) == kMs);  // saturated: the floor everywhere
+}
