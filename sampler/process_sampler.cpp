@@ -11,25 +11,17 @@ ProcTaskStateSource::ProcTaskStateSource(pid_t pid, uint64_t gil_addr, const lay
       gil_addr_(gil_addr),
       gil_(gil),
       files_(ThreadWalker::kMaxThreads),
-      tids_(ThreadWalker::kMaxThreads),
       stats_(ThreadWalker::kMaxThreads) {}
 
-// The files are opened when first asked about: under thread churn (a server starting a thread per request)
-// most threads end before anyone needs to know where they sleep, and half of eager opens found them gone.
 void ProcTaskStateSource::thread_added(size_t slot, int32_t tid) {
-  files_[slot].close();
-  tids_[slot] = tid;
+  files_[slot].reset(pid_, tid);
   stats_[slot].reset(pid_, tid);
 }
 void ProcTaskStateSource::thread_removed(size_t slot) {
-  files_[slot].close();
-  tids_[slot] = 0;
+  files_[slot].reset(0, 0);
   stats_[slot].reset(0, 0);
 }
 TaskState ProcTaskStateSource::read(size_t slot) {
-  if (!files_[slot].is_open() && (tids_[slot] == 0 || !files_[slot].open(pid_, tids_[slot]))) {
-    return tids_[slot] == 0 ? TaskState::kUnknown : TaskState::kGone;
-  }
   return files_[slot].read(gil_addr_, gil_);
 }
 
@@ -253,7 +245,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   size_t known_waiting = 0;
   for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
   const bool holder_changed = g.holder() != prev_.holder() || delta > 0;
-  const bool scan_all = periodic || (holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0));
+  const bool scan_all =
+      periodic || (holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0));
   const bool scan_released = !scan_all && g.waiters > known_waiting;
 
   // 5. Ask first, then decide: whether a waiter that reads "running" can still be inside the GIL's condition

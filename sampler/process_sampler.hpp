@@ -43,7 +43,6 @@ class ProcTaskStateSource final : public TaskStateSource {
   uint64_t gil_addr_;
   layouts::GilLayout gil_;
   std::vector<TaskSyscallFile> files_;  // opened on first read
-  std::vector<int32_t> tids_;
   std::vector<TaskStatFile> stats_;
 };
 

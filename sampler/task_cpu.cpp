@@ -1,10 +1,6 @@
 #include "sampler/task_cpu.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <charconv>
-#include <cstdio>
 
 namespace gilspy::sampler {
 
@@ -26,27 +22,9 @@ int parse_stat_processor(std::string_view stat) {
   return ec == std::errc() ? cpu : -1;
 }
 
-void TaskStatFile::reset(pid_t pid, int32_t tid) {
-  close();
-  pid_ = pid;
-  tid_ = tid;
-}
-
-void TaskStatFile::close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 int TaskStatFile::cpu() {
-  if (fd_ < 0) {
-    if (tid_ == 0) return -1;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", static_cast<int>(pid_), static_cast<int>(tid_));
-    fd_ = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return -1;
-  }
   char buf[640];
-  const ssize_t n = ::pread(fd_, buf, sizeof buf, 0);
+  const ssize_t n = file_.read(buf, sizeof buf);
   if (n <= 0) return -1;
   return parse_stat_processor(std::string_view(buf, static_cast<size_t>(n)));
 }

@@ -6,28 +6,22 @@
 #include <cstdint>
 #include <string_view>
 
+#include "sampler/task_file.hpp"
+
 namespace gilspy::sampler {
 
 // The processor field of one stat line; -1 when the line is not a stat line. The command name (field 2) may
 // hold spaces and parentheses, so fields are counted from its last ')'.
 int parse_stat_processor(std::string_view stat);
 
-// An open /proc/PID/task/TID/stat, opened on first use. Never allocates.
+// /proc/PID/task/TID/stat (task_file.hpp: opened on first read). Never allocates.
 class TaskStatFile {
  public:
-  TaskStatFile() = default;
-  ~TaskStatFile() { close(); }
-  TaskStatFile(const TaskStatFile&) = delete;
-  TaskStatFile& operator=(const TaskStatFile&) = delete;
-
-  void reset(pid_t pid, int32_t tid);  // forgets the old thread; the file is opened by the next cpu()
-  void close();
+  void reset(pid_t pid, int32_t tid) { file_.reset(pid, tid); }
   int cpu();  // -1 when unreadable (the thread exited)
 
  private:
-  pid_t pid_ = 0;
-  int32_t tid_ = 0;
-  int fd_ = -1;
+  TaskFile file_{"stat"};
 };
 
 }  // namespace gilspy::sampler

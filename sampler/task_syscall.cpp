@@ -1,8 +1,5 @@
 #include "sampler/task_syscall.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -14,7 +11,8 @@ constexpr long kFutexSyscall = 202;  // x86-64
 
 bool parse_number(std::string_view& text, uint64_t* out, int base) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-  if (base == 16 && text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  if (base == 16 && text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
+    text.remove_prefix(2);
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out, base);
   if (ec != std::errc()) return false;
   text.remove_prefix(static_cast<size_t>(ptr - text.data()));
@@ -24,18 +22,27 @@ bool parse_number(std::string_view& text, uint64_t* out, int base) {
 
 const char* to_string(TaskState s) {
   switch (s) {
-    case TaskState::kUnknown: return "unknown";
-    case TaskState::kRunning: return "running";
-    case TaskState::kGilCond: return "gil_cond";
-    case TaskState::kGilMutex: return "gil_mutex";
-    case TaskState::kSwitchWait: return "switch_wait";
-    case TaskState::kOtherSyscall: return "other_syscall";
-    case TaskState::kGone: return "gone";
+    case TaskState::kUnknown:
+      return "unknown";
+    case TaskState::kRunning:
+      return "running";
+    case TaskState::kGilCond:
+      return "gil_cond";
+    case TaskState::kGilMutex:
+      return "gil_mutex";
+    case TaskState::kSwitchWait:
+      return "switch_wait";
+    case TaskState::kOtherSyscall:
+      return "other_syscall";
+    case TaskState::kGone:
+      return "gone";
   }
   return "unknown";
 }
 
-bool is_waiting_for_gil(TaskState s) { return s == TaskState::kGilCond || s == TaskState::kGilMutex; }
+bool is_waiting_for_gil(TaskState s) {
+  return s == TaskState::kGilCond || s == TaskState::kGilMutex;
+}
 
 TaskState classify_syscall(std::string_view text, uint64_t gil_addr, const layouts::GilLayout& gil) {
   if (text.rfind("running", 0) == 0) return TaskState::kRunning;
@@ -44,7 +51,9 @@ TaskState classify_syscall(std::string_view text, uint64_t gil_addr, const layou
   if (!parse_number(text, &nr, 10)) return TaskState::kUnknown;
   if (nr != kFutexSyscall) return TaskState::kOtherSyscall;
   if (!parse_number(text, &addr, 16)) return TaskState::kUnknown;
-  auto inside = [&](uint32_t off, uint32_t size) { return addr >= gil_addr + off && addr < gil_addr + off + size; };
+  auto inside = [&](uint32_t off, uint32_t size) {
+    return addr >= gil_addr + off && addr < gil_addr + off + size;
+  };
   if (inside(gil.cond, gil.cond_size)) return TaskState::kGilCond;
   if (inside(gil.mutex, gil.mutex_size)) return TaskState::kGilMutex;
   if (inside(gil.switch_cond, gil.switch_cond_size) || inside(gil.switch_mutex, gil.switch_mutex_size)) {
@@ -53,35 +62,10 @@ TaskState classify_syscall(std::string_view text, uint64_t gil_addr, const layou
   return TaskState::kOtherSyscall;
 }
 
-TaskSyscallFile::~TaskSyscallFile() { close(); }
-
-TaskSyscallFile& TaskSyscallFile::operator=(TaskSyscallFile&& other) noexcept {
-  if (this != &other) {
-    close();
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-bool TaskSyscallFile::open(pid_t pid, int32_t tid) {
-  close();
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", static_cast<int>(pid), static_cast<int>(tid));
-  fd_ = ::open(path, O_RDONLY | O_CLOEXEC);
-  return fd_ >= 0;
-}
-
-void TaskSyscallFile::close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-TaskState TaskSyscallFile::read(uint64_t gil_addr, const layouts::GilLayout& gil) const {
-  if (fd_ < 0) return TaskState::kUnknown;
+TaskState TaskSyscallFile::read(uint64_t gil_addr, const layouts::GilLayout& gil) {
   char buf[160];
-  const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-  if (n <= 0) return (n < 0 && errno == ESRCH) ? TaskState::kGone : TaskState::kUnknown;
+  const ssize_t n = file_.read(buf, sizeof buf - 1);
+  if (n <= 0) return (n < 0 && (errno == ESRCH || errno == ENOENT)) ? TaskState::kGone : TaskState::kUnknown;
   return classify_syscall(std::string_view(buf, static_cast<size_t>(n)), gil_addr, gil);
 }
 

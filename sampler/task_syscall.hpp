@@ -1,13 +1,14 @@
 #pragma once
 // What a thread is doing, from /proc/PID/task/TID/syscall: sleeping on the GIL's condition variable (waiting
-// for the GIL), on its mutex, on the switch condition (the dropping thread waiting for the hand-off), in another
-// syscall, or running.
+// for the GIL), on its mutex, on the switch condition (the dropping thread waiting for the hand-off), in
+// another syscall, or running.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <string_view>
 
 #include "cpython_layouts/layout.hpp"
+#include "sampler/task_file.hpp"
 
 namespace gilspy::sampler {
 
@@ -28,23 +29,19 @@ bool is_waiting_for_gil(TaskState s);
 // the futex words inside pthread_cond_t).
 TaskState classify_syscall(std::string_view text, uint64_t gil_addr, const layouts::GilLayout& gil);
 
-// An open /proc/PID/task/TID/syscall. Reading it costs about one process_vm_readv; it never allocates.
+// /proc/PID/task/TID/syscall (task_file.hpp: opened on first read). Reading it costs about one
+// process_vm_readv; it never allocates.
 class TaskSyscallFile {
  public:
-  TaskSyscallFile() = default;
-  ~TaskSyscallFile();
-  TaskSyscallFile(const TaskSyscallFile&) = delete;
-  TaskSyscallFile& operator=(const TaskSyscallFile&) = delete;
-  TaskSyscallFile(TaskSyscallFile&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  TaskSyscallFile& operator=(TaskSyscallFile&& other) noexcept;
-
-  bool open(pid_t pid, int32_t tid);
-  void close();
-  bool is_open() const { return fd_ >= 0; }
-  TaskState read(uint64_t gil_addr, const layouts::GilLayout& gil) const;
+  void reset(pid_t pid, int32_t tid) { file_.reset(pid, tid); }
+  bool open(pid_t pid, int32_t tid) {  // now, not lazily: false when the thread is gone
+    file_.reset(pid, tid);
+    return file_.opened();
+  }
+  TaskState read(uint64_t gil_addr, const layouts::GilLayout& gil);
 
  private:
-  int fd_ = -1;
+  TaskFile file_{"syscall"};
 };
 
 }  // namespace gilspy::sampler
