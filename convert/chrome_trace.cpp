@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,16 @@ void append_us(fmt::memory_buffer& out, int64_t ns) {
   const bool negative = ns < 0;
   const uint64_t a = negative ? uint64_t{0} - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   fmt::format_to(std::back_inserter(out), "{}{}.{:03}", negative ? "-" : "", a / 1000, a % 1000);
+}
+
+// The double a JSON reader gets for the text append_us writes: the nearest double to the decimal, as
+// JavaScript's JSON.parse and strtod round it (std::from_chars rounds the same way).
+double reader_us(int64_t ns) {
+  fmt::memory_buffer text;
+  append_us(text, ns);
+  double value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
 }
 
 std::string json_string(const std::string& s) {
@@ -84,21 +95,27 @@ class EventWriter {
 
   size_t count() const { return count_; }
 
-  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t ts, int64_t dur) {
+  // [start, end): dur is written so that ts + dur, added as doubles, does not pass `end` (reader_safe_dur_ns).
+  // `args` is empty or already JSON object text.
+  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start, int64_t end,
+             std::string_view args = {}) {
     auto& b = begin();
     fmt::format_to(std::back_inserter(b), R"({{"ph":"X","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)",
                    name, pid, tid);
-    append_us(b, ts);
+    append_us(b, start);
     b.append(std::string_view(R"(,"dur":)"));
-    append_us(b, dur);
-    end();
+    append_us(b, reader_safe_dur_ns(start, end));
+    if (!args.empty()) fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
+    end_event();
   }
+  // "I", not "i": the DevTools trace engine keeps only "I" instants on a thread's track, MindStudio Insight
+  // reads only "I"; Perfetto reads both.
   void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts) {
     auto& b = begin();
     fmt::format_to(std::back_inserter(b),
-                   R"({{"ph":"i","s":"t","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)", name, pid, tid);
+                   R"({{"ph":"I","s":"t","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)", name, pid, tid);
     append_us(b, ts);
-    end();
+    end_event();
   }
   void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view key, uint64_t value) {
     auto& b = begin();
@@ -106,7 +123,7 @@ class EventWriter {
                    name, pid);
     append_us(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
-    end();
+    end_event();
   }
   // `value` is already JSON text.
   void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view key,
@@ -116,7 +133,7 @@ class EventWriter {
                    tid);
     append_us(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
-    end();
+    end_event();
   }
 
  private:
@@ -126,7 +143,7 @@ class EventWriter {
     ++count_;
     return b;
   }
-  void end() {
+  void end_event() {
     file_.buf().push_back('}');
     file_.maybe_drain();
   }
@@ -203,9 +220,13 @@ class InputConverter {
                      }
                      last_counter_ns_ = ts;
                      out_.counter("gil_waiters", pid_, offset_ns_ + ts, "waiters", x.n);
+                     waiters_change(ts, x.n);
                    },
-                   [&](const raw::Stats& x) { last_stats_ = x; },
-                   [](const raw::ThreadEnd&) {},
+                   [&](const raw::Stats& x) {
+                     last_stats_ = x;
+                     seen_until(x.ts);
+                   },
+                   [&](const raw::ThreadEnd& x) { seen_until(x.ts); },
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
                },
                r);
@@ -213,6 +234,7 @@ class InputConverter {
 
   // After the input's last event: names for lanes no T record named; the input's entry for otherData.
   json finish(const raw::ReadResult& result) {
+    if (waiters_now_ != 0) waiters_slice(std::max(last_seen_ns_, waiters_since_));
     for (auto& [tid, l] : lanes_) {
       if (!l.named) name_lane(tid, l, fmt::format("thread {}", tid));
     }
@@ -258,9 +280,32 @@ class InputConverter {
     }
     end = std::max(end, start);
     l.last_end = end;
-    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, end - start);
+    seen_until(end);
+    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end);
     if (hold) out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
   }
+
+  // The gil_waiters counter again as slices ("gil_waiters 2" while two threads wait) on a lane of their own:
+  // DevTools' Performance panel draws no track for "C" events (its trace engine reads only Chrome's own
+  // counters), so without these the waiters are invisible there. Perfetto and MindStudio show both.
+  void waiters_change(int64_t ts, uint64_t n) {
+    seen_until(ts);
+    if (n == waiters_now_) return;
+    if (waiters_now_ != 0) waiters_slice(ts);
+    waiters_now_ = n;
+    waiters_since_ = ts;
+  }
+  void waiters_slice(int64_t end) {
+    if (end <= waiters_since_) return;  // a value that lasted no time draws nothing
+    if (!waiters_lane_named_) {
+      out_.metadata("thread_name", pid_, kWaitersTid, offset_ns_, "name", json_string("GIL waiters"));
+      out_.metadata("thread_sort_index", pid_, kWaitersTid, offset_ns_, "sort_index", "-1");
+      waiters_lane_named_ = true;
+    }
+    out_.slice(fmt::format("gil_waiters {}", waiters_now_), pid_, kWaitersTid, offset_ns_ + waiters_since_,
+               offset_ns_ + end, fmt::format(R"({{"waiters":{}}})", waiters_now_));
+  }
+  void seen_until(int64_t ts) { last_seen_ns_ = std::max(last_seen_ns_, ts); }
 
   struct Lane {
     std::string name;
@@ -291,6 +336,10 @@ class InputConverter {
   std::unordered_map<int64_t, Lane> lanes_;
   int64_t next_sort_index_ = 0;
   int64_t last_counter_ns_ = std::numeric_limits<int64_t>::min();
+  uint64_t waiters_now_ = 0;     // the counter's last value
+  int64_t waiters_since_ = 0;    // ...and since when
+  bool waiters_lane_named_ = false;
+  int64_t last_seen_ns_ = std::numeric_limits<int64_t>::min();  // the latest time the input reached
   std::optional<raw::Stats> last_stats_;
   raw::SummaryBuilder summary_;
 };
@@ -305,6 +354,17 @@ struct TempFileGuard {
 };
 
 }  // namespace
+
+int64_t reader_safe_dur_ns(int64_t start_ns, int64_t end_ns) {
+  int64_t dur = end_ns - start_ns;
+  if (dur <= 0) return dur;
+  const double start = reader_us(start_ns);
+  const double end = reader_us(end_ns);
+  // One step (1 ns = 0.001 us) is far above the rounding error of a sum of doubles below ~1e12 us, so this
+  // runs once or twice; it ends at dur 0 at the latest, where start <= end holds.
+  while (dur > 0 && start + reader_us(dur) > end) --dur;
+  return dur;
+}
 
 std::string format_us(int64_t ns) {
   fmt::memory_buffer b;

@@ -6,9 +6,11 @@
 //   {"ph":"M","name":"process_name","pid":1234,"tid":0,"ts":0.000,"args":{"name":"python 3.12.1 pid 1234
 //   ..."}},
 //   {"ph":"X","cat":"gil","name":"hold_gil","pid":1234,"tid":1234,"ts":12.345,"dur":6.789},
-//   {"ph":"i","s":"t","cat":"gil","name":"drop_gil","pid":1234,"tid":1234,"ts":19.134},
+//   {"ph":"I","s":"t","cat":"gil","name":"drop_gil","pid":1234,"tid":1234,"ts":19.134},
 //   {"ph":"X","cat":"gil","name":"take_gil","pid":1234,"tid":1240,"ts":13.000,"dur":6.134},
 //   {"ph":"C","cat":"gil","name":"gil_waiters","pid":1234,"tid":0,"ts":13.500,"args":{"waiters":1}},
+//   {"ph":"X","cat":"gil","name":"gil_waiters 1","pid":1234,"tid":4194304,"ts":13.500,"dur":5.634,
+//    "args":{"waiters":1}},
 //   ...],
 //   "displayTimeUnit":"ms",
 //   "baseTimeNanoseconds":1719853884123456789,
@@ -19,7 +21,12 @@
 // time is baseTimeNanoseconds / 1000 + ts µs, so the lanes line up with a PyTorch profiler trace of the same
 // run (same pid, same OS tids). One Chrome process per input (pid = the target's pid; a pid that two inputs
 // share, say from two hosts, is moved up by multiples of kPidOffset for the later ones), one lane per Python
-// thread (tid = OS tid), and a process-level lane (tid 0) for metadata and the gil_waiters counter.
+// thread (tid = OS tid), a process-level lane (tid 0) for metadata and the gil_waiters counter, and a lane
+// "GIL waiters" (tid kWaitersTid) with the counter as slices, for viewers that draw no counters (DevTools).
+// Only X, I, C and M events: what Perfetto, DevTools and MindStudio Insight all read.
+//
+// On every lane, ts + dur of an event, added as doubles the way JavaScript viewers add them, is <= the ts of
+// the next (reader_safe_dur_ns); DevTools drops a slice that starts inside the previous one and ends after it.
 //
 // Streaming: a first pass reads only each input's metadata, the second streams its events straight to the
 // output; memory grows with the number of threads, not of events. The output is written as `<output>.tmp` and
@@ -35,6 +42,10 @@ namespace gilspy::convert {
 
 // Added to a pid that an earlier input already uses (once per clash), so that the two stay apart.
 inline constexpr int64_t kPidOffset = 10'000'000;
+
+// The lane of a process's "gil_waiters N" slices. Linux thread ids stay below PID_MAX_LIMIT (2^22), so no
+// thread has this one; tid 0 is avoided because Perfetto files tid 0 under the idle task.
+inline constexpr int64_t kWaitersTid = 4'194'304;
 
 struct ConvertInputReport {
   std::string path;
@@ -67,5 +78,12 @@ std::string default_output_path(const std::string& input);
 
 // ns as microseconds with exactly three decimals: 1234567 -> "1234.567", -5 -> "-0.005".
 std::string format_us(int64_t ns);
+
+// The dur (ns) written for a slice [start_ns, end_ns): end - start, less 1 ns (0.001 us) where needed so that
+// ts + dur, read as JSON doubles and added as JavaScript viewers add them, stays <= the double of end_ns, the
+// ts of whatever follows on the lane. Otherwise it can land one ulp past that ts (4059637.649 + 10597.362 =
+// 4070235.0110000004) and DevTools' trace engine, seeing the next slice start inside this one and end after
+// it, drops the next slice.
+int64_t reader_safe_dur_ns(int64_t start_ns, int64_t end_ns);
 
 }  // namespace gilspy::convert

@@ -1,0 +1,111 @@
+#include "support/trace_check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace gilspy::test {
+namespace {
+
+using nlohmann::json;
+
+struct LaneEvent {
+  double ts;
+  double dur;  // 0 for an instant
+  size_t index;  // in traceEvents, for the message
+};
+
+class Checker {
+ public:
+  void problem(std::string text) {
+    if (result.problems.size() < kMaxProblems) result.problems.push_back(std::move(text));
+    ++result.problem_count;
+  }
+
+  void event(const json& e, size_t i) {
+    if (!e.is_object()) return problem(fmt::format("event #{} is not an object", i));
+    const auto ph = e.find("ph");
+    if (ph == e.end() || !ph->is_string()) return problem(fmt::format("event #{} has no ph", i));
+    const std::string p = *ph;
+    if (p != "X" && p != "I" && p != "C" && p != "M") {
+      return problem(fmt::format("event #{}: ph \"{}\"; only X, I, C and M are read by every viewer", i, p));
+    }
+    const auto pid = e.find("pid"), tid = e.find("tid");
+    if (pid == e.end() || !pid->is_number_integer() || tid == e.end() || !tid->is_number_integer()) {
+      return problem(fmt::format("event #{}: pid and tid must be integers", i));
+    }
+    if (p == "M") return;
+    const auto ts = e.find("ts");
+    if (ts == e.end() || !ts->is_number()) return problem(fmt::format("event #{}: ts must be a number", i));
+    if (p == "C") return;
+    double dur = 0;
+    if (p == "X") {
+      const auto d = e.find("dur");
+      if (d == e.end() || !d->is_number()) return problem(fmt::format("event #{}: X without a number dur", i));
+      dur = d->get<double>();
+      if (!(dur >= 0)) return problem(fmt::format("event #{}: negative dur {}", i, dur));
+    }
+    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back({ts->get<double>(), dur, i});
+    ++result.events;
+  }
+
+  void lanes(const json& events) {
+    result.lanes = lanes_.size();
+    for (auto& [lane, items] : lanes_) {
+      std::stable_sort(items.begin(), items.end(), [](const LaneEvent& a, const LaneEvent& b) {
+        return a.ts != b.ts ? a.ts < b.ts : a.dur < b.dur;
+      });
+      for (size_t k = 1; k < items.size(); ++k) {
+        ++result.adjacent_pairs;
+        const LaneEvent& a = items[k - 1];
+        const LaneEvent& b = items[k];
+        const double a_end = a.ts + a.dur;  // what a JavaScript viewer computes
+        if (a_end > b.ts) {
+          problem(fmt::format("lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} ({})",
+                              lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end,
+                              b.ts, events[b.index].value("name", "?")));
+        }
+      }
+    }
+  }
+
+  TraceCheckResult result;
+
+ private:
+  std::map<std::pair<int64_t, int64_t>, std::vector<LaneEvent>> lanes_;
+};
+
+}  // namespace
+
+TraceCheckResult check_chrome_trace(std::string_view text) {
+  Checker c;
+  // nlohmann parses numbers with strtod: the double nearest the decimal text, as JSON.parse gives it.
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    c.problem("not valid JSON");
+    return c.result;
+  }
+  const json* events = &doc;
+  if (doc.is_object()) {
+    const auto it = doc.find("traceEvents");
+    if (it == doc.end()) {
+      c.problem("no traceEvents");
+      return c.result;
+    }
+    events = &*it;
+  }
+  if (!events->is_array()) {
+    c.problem("traceEvents is not an array");
+    return c.result;
+  }
+  for (size_t i = 0; i < events->size(); ++i) c.event((*events)[i], i);
+  c.lanes(*events);
+  return c.result;
+}
+
+}  // namespace gilspy::test

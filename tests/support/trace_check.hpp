@@ -1,0 +1,33 @@
+#pragma once
+// The structural check every Chrome trace the tests produce goes through (unit tests of convert directly,
+// the end-to-end and viewer tests through the gilspy_trace_check executable): the rules that make the file
+// read the same in DevTools, Perfetto and MindStudio Insight, checked on the numbers as a JavaScript viewer
+// reads them (JSON.parse's doubles), not as gilspy meant them.
+//
+// - The document is {"traceEvents":[...], ...} or a bare array of events.
+// - Events are "X", "I", "C" or "M" (MindStudio reads no "i", DevTools draws no "i"), with integer pid and
+//   tid and, but for "M", a number ts; an "X" has a number dur >= 0.
+// - On each lane (pid, tid), the "X" and "I" events ordered by (ts, dur) (an "I" counts as dur 0) satisfy
+//   ts_i + dur_i <= ts_{i+1}, added as doubles: DevTools' trace engine drops an entry that starts inside the
+//   previous one and ends after it, and a one-ulp overshoot is enough.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gilspy::test {
+
+struct TraceCheckResult {
+  size_t events = 0;         // X and I events on lanes
+  size_t lanes = 0;
+  size_t adjacent_pairs = 0;
+  size_t problem_count = 0;
+  std::vector<std::string> problems;  // the first kMaxProblems, one line each
+  bool ok() const { return problem_count == 0; }
+};
+
+inline constexpr size_t kMaxProblems = 20;
+
+TraceCheckResult check_chrome_trace(std::string_view text);
+
+}  // namespace gilspy::test
