@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include "convert/chrome_trace.hpp"
 #include "base/error.hpp"
 #include "raw/raw_format.hpp"
+#include "support/trace_check.hpp"
 
 namespace raw = gilspy::raw;
 namespace cv = gilspy::convert;
@@ -151,6 +153,12 @@ struct LaneKey {
 std::map<int64_t, size_t> check_structure(const Trace& t) {
   const json& d = t.doc;
   REQUIRE(d.is_object());
+  // The shared checker: lanes ordered in double arithmetic, as viewers read them.
+  const auto shared = gilspy::test::check_chrome_trace(t.text);
+  std::string problems;
+  for (const auto& p : shared.problems) problems += p + "\n";
+  CHECK_MESSAGE(shared.problem_count == 0, problems);
+  CHECK(shared.events > 0);
   // traceEvents first, in the text (nlohmann sorts keys, so look at the text).
   CHECK(t.text.rfind("{\"traceEvents\":[", 0) == 0);
   CHECK(d.at("displayTimeUnit") == "ms");
@@ -166,7 +174,7 @@ std::map<int64_t, size_t> check_structure(const Trace& t) {
   }
   CHECK(numbers >= t.events.size());
 
-  std::map<LaneKey, std::vector<size_t>> lanes;  // X and i events per lane, in file order
+  std::map<LaneKey, std::vector<size_t>> lanes;  // X and I events per lane, in file order
   std::map<LaneKey, std::string> thread_names;
   std::map<int64_t, std::string> process_names;
   std::map<int64_t, size_t> holds;
@@ -175,19 +183,27 @@ std::map<int64_t, size_t> check_structure(const Trace& t) {
     const json& e = t.events[i];
     CAPTURE(e.dump());
     const std::string ph = e.at("ph");
-    CHECK((ph == "X" || ph == "i" || ph == "C" || ph == "M"));
+    CHECK((ph == "X" || ph == "I" || ph == "C" || ph == "M"));
     REQUIRE(e.at("pid").is_number_integer());
     REQUIRE(e.at("tid").is_number_integer());
     const LaneKey k{e.at("pid").get<int64_t>(), e.at("tid").get<int64_t>()};
     CHECK(t.ts[i] != INT64_MIN);
     if (ph == "X") {
       CHECK(e.at("cat") == "gil");
-      CHECK((e.at("name") == "hold_gil" || e.at("name") == "take_gil"));
+      const std::string name = e.at("name");
+      if (k.tid == cv::kWaitersTid) {  // the waiter count as slices: "gil_waiters N", N > 0
+        CHECK(name.rfind("gil_waiters ", 0) == 0);
+        CHECK(e.at("args").at("waiters").get<uint64_t>() > 0);
+        CHECK(name == "gil_waiters " + std::to_string(e.at("args").at("waiters").get<uint64_t>()));
+        CHECK(t.dur[i] > 0);
+      } else {
+        CHECK((name == "hold_gil" || name == "take_gil"));
+      }
       CHECK(t.dur[i] >= 0);
       CHECK(k.tid != 0);
       lanes[k].push_back(i);
-      if (e.at("name") == "hold_gil") ++holds[k.pid];
-    } else if (ph == "i") {
+      if (name == "hold_gil") ++holds[k.pid];
+    } else if (ph == "I") {
       CHECK(e.at("s") == "t");
       CHECK(e.at("name") == "drop_gil");
       CHECK(t.dur[i] == -1);
@@ -386,10 +402,10 @@ TEST_CASE("convert: golden small.raw.json") {
   CHECK(holds.at(4242) == 3);
   CHECK(find(t, "X", "hold_gil").size() == 3);
   CHECK(find(t, "X", "take_gil").size() == 3);
-  CHECK(find(t, "i", "drop_gil").size() == 3);
+  CHECK(find(t, "I", "drop_gil").size() == 3);
   CHECK(find(t, "C", "gil_waiters").size() == 5);
-  CHECK(find(t, "M", "thread_name").size() == 3);
-  CHECK(find(t, "M", "thread_sort_index").size() == 3);
+  CHECK(find(t, "M", "thread_name").size() == 4);  // three threads and the "GIL waiters" lane
+  CHECK(find(t, "M", "thread_sort_index").size() == 4);
 
   const auto pn = find(t, "M", "process_name");
   REQUIRE(pn.size() == 1);
@@ -410,9 +426,12 @@ TEST_CASE("convert: golden small.raw.json") {
   for (const auto* e : find(t, "M", "thread_sort_index")) {
     sort[e->at("tid").get<int64_t>()] = e->at("args").at("sort_index").get<int64_t>();
   }
-  CHECK(names == std::map<int64_t, std::string>{
-                     {4242, "MainThread (4242)"}, {4250, "worker-1 (4250)"}, {4260, "Thread-2 (4260)"}});
-  CHECK(sort.at(4242) == 0);  // the main thread first
+  CHECK(names == std::map<int64_t, std::string>{{4242, "MainThread (4242)"},
+                                                {4250, "worker-1 (4250)"},
+                                                {4260, "Thread-2 (4260)"},
+                                                {cv::kWaitersTid, "GIL waiters"}});
+  CHECK(sort.at(cv::kWaitersTid) == -1);  // the waiters above the threads
+  CHECK(sort.at(4242) == 0);  // then the main thread
   CHECK(sort.at(4250) < sort.at(4260));
 
   // Exact events, as written in the text (ts relative to the file's own realtime anchor, the base).
@@ -426,7 +445,7 @@ TEST_CASE("convert: golden small.raw.json") {
   REQUIRE(worker_hold.size() == 1);
   CHECK(t.ts[index_of(t, worker_hold[0])] == 5000200);
   CHECK(t.dur[index_of(t, worker_hold[0])] == 5000150);
-  const auto drops = find(t, "i", "drop_gil", 4242);
+  const auto drops = find(t, "I", "drop_gil", 4242);
   REQUIRE(drops.size() == 2);
   CHECK(t.ts[index_of(t, drops[0])] == 5000100);
   CHECK(t.ts[index_of(t, drops[1])] == 12345678);
@@ -439,13 +458,27 @@ TEST_CASE("convert: golden small.raw.json") {
           R"({"ph":"X","cat":"gil","name":"hold_gil","pid":4242,"tid":4250,"ts":5000.200,"dur":5000.150})") !=
       std::string::npos);
   CHECK(t.text.find(
-            R"({"ph":"i","s":"t","cat":"gil","name":"drop_gil","pid":4242,"tid":4242,"ts":12345.678})") !=
+            R"({"ph":"I","s":"t","cat":"gil","name":"drop_gil","pid":4242,"tid":4242,"ts":12345.678})") !=
         std::string::npos);
   const auto counters = find(t, "C", "gil_waiters");
   std::vector<uint64_t> values;
   for (const auto* c : counters) values.push_back(c->at("args").at("waiters").get<uint64_t>());
   CHECK(values == std::vector<uint64_t>{1, 0, 1, 2, 1});
   CHECK(t.ts[index_of(t, counters[3])] == 6000200);
+  // ... and the same count as slices, one per stretch with waiters (none while 0, from 5000200 to 5000300),
+  // the last one ending where the recording does.
+  std::vector<std::tuple<std::string, int64_t, int64_t>> waiter_slices;
+  for (const auto& e : t.events) {
+    if (e.at("ph") == "X" && e.at("tid") == cv::kWaitersTid) {
+      const size_t i = index_of(t, &e);
+      waiter_slices.emplace_back(e.at("name").get<std::string>(), t.ts[i], t.ts[i] + t.dur[i]);
+    }
+  }
+  CHECK(waiter_slices == std::vector<std::tuple<std::string, int64_t, int64_t>>{
+                             {"gil_waiters 1", 150, 5000200},
+                             {"gil_waiters 1", 5000300, 6000200},
+                             {"gil_waiters 2", 6000200, 10000400},
+                             {"gil_waiters 1", 10000400, 12345678}});
   // every event of a process is on its pid; metadata and counters on the process lane 0
   for (const auto& e : t.events) CHECK(e["pid"] == 4242);
   for (const auto* c : counters) CHECK((*c)["tid"] == 0);
@@ -549,7 +582,7 @@ TEST_CASE("convert: generated recordings give ordered, non-overlapping lanes, on
     const auto holds = check_structure(t);
     CHECK(holds.at(1000 + seed) == g.holds);
     CHECK(find(t, "X", "take_gil").size() == g.waits);
-    CHECK(find(t, "i", "drop_gil").size() == g.holds);
+    CHECK(find(t, "I", "drop_gil").size() == g.holds);
     // GIL: at most one holder at any time within a process
     std::vector<std::pair<int64_t, int64_t>> iv;
     for (const auto* e : find(t, "X", "hold_gil"))
@@ -603,7 +636,7 @@ TEST_CASE("convert: an unfinished recording is converted as far as it goes, its 
   const auto holds = check_structure(t);
   CHECK(holds.at(4242) == 1);
   CHECK(find(t, "X", "take_gil").size() == 1);
-  CHECK(find(t, "M", "thread_name").size() == 3);
+  CHECK(find(t, "M", "thread_name").size() == 4);  // and the waiters lane (a 1 from 150 to 5000200)
   const json& oi = t.doc["otherData"]["inputs"][0];
   CHECK(oi["complete"] == false);
   CHECK(oi["problem"] == r.problem);
@@ -668,4 +701,99 @@ TEST_CASE("convert: errors leave no output behind") {
     cv::convert_to_chrome_trace({kSmall.string()}, out);
     CHECK(json::parse(slurp(out)).contains("traceEvents"));
   }
+}
+
+TEST_CASE("convert: reader_safe_dur_ns keeps ts + dur, added as doubles, at or before the end") {
+  // The issue's pair: 4059637.649 + 10597.362 = 4070235.0110000004 > 4070235.011 in doubles.
+  CHECK(4059637.649 + 10597.362 > 4070235.011);
+  CHECK(cv::reader_safe_dur_ns(4'059'637'649, 4'070'235'011) == 10'597'361);
+  CHECK(4059637.649 + 10597.361 <= 4070235.011);
+  CHECK(cv::reader_safe_dur_ns(0, 5) == 5);
+  CHECK(cv::reader_safe_dur_ns(7, 7) == 0);
+  CHECK(cv::reader_safe_dur_ns(9, 7) == -2);  // not a slice; left alone
+
+  // Random slices up to ~3 h after the base: the dur is exact, or 1 ns less exactly where the exact one
+  // overshoots; the double sum never passes the end. Numbers are read back from their text, as viewers do.
+  auto as_read = [](int64_t ns) { return std::strtod(cv::format_us(ns).c_str(), nullptr); };
+  std::mt19937_64 rng(42);
+  size_t stepped = 0;
+  for (int i = 0; i < 200'000; ++i) {
+    const int64_t start = std::uniform_int_distribution<int64_t>(0, 10'000'000'000'000)(rng);
+    const int64_t end = start + std::uniform_int_distribution<int64_t>(0, 100'000'000)(rng);
+    const int64_t dur = cv::reader_safe_dur_ns(start, end);
+    CAPTURE(start);
+    CAPTURE(end);
+    CHECK(as_read(start) + as_read(dur) <= as_read(end));
+    if (dur != end - start) {
+      CHECK(dur == end - start - 1);
+      CHECK(as_read(start) + as_read(end - start) > as_read(end));
+      ++stepped;
+    }
+  }
+  CHECK(stepped > 1000);  // the case is common, not a corner
+}
+
+TEST_CASE("convert: merged recordings far apart on the clock keep every lane ordered in doubles") {
+  // Two ranks whose anchors are ~68 min apart: rank 1's ts are ~4e9 us, where the exact sums of many adjacent
+  // pairs overshoot by an ulp. The shared checker (in check_structure) sees the doubles.
+  TempDir dir;
+  const int64_t rt0 = 1'719'853'884'000'000'000;
+  const int64_t rt1 = rt0 + 4'059'637'649'123;
+  const Generated g0 = generate(11, 3000, 3, 2000);
+  const Generated g1 = generate(12, 3001, 4, 2000);
+  write_raw(dir / "a.json", meta_for(3000, 0, rt0), g0.records);
+  write_raw(dir / "b.json", meta_for(3001, 1, rt1), g1.records);
+  const std::string out = dir / "merged.trace.json";
+  cv::convert_to_chrome_trace({dir / "a.json", dir / "b.json"}, out);
+  const Trace t = load(out);
+  const auto holds = check_structure(t);
+  CHECK(holds.at(3000) == g0.holds);
+  CHECK(holds.at(3001) == g1.holds);
+  // The exact durations were stepped down by 1 ns where needed: the trace's hold time of rank 1 falls short
+  // of the recording's by that many ns, never more than one per slice.
+  int64_t recorded = 0, written = 0;
+  for (const auto& r : g1.records) {
+    if (const auto* h = std::get_if<raw::Hold>(&r)) recorded += h->dur;
+  }
+  for (const auto* e : find(t, "X", "hold_gil")) {
+    if (e->at("pid") == 3001) written += t.dur[index_of(t, e)];
+  }
+  CHECK(recorded - written > 0);
+  CHECK(recorded - written <= static_cast<int64_t>(g1.holds));
+}
+
+TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
+  namespace tc = gilspy::test;
+  auto trace = [](const std::string& events) { return R"({"traceEvents":[)" + events + "]}"; };
+  const std::string a = R"({"ph":"X","name":"take_gil","pid":1,"tid":2,"ts":4059637.649,"dur":10597.362})";
+  const std::string a_fixed = R"({"ph":"X","name":"take_gil","pid":1,"tid":2,"ts":4059637.649,"dur":10597.361})";
+  const std::string b = R"({"ph":"X","name":"hold_gil","pid":1,"tid":2,"ts":4070235.011,"dur":5.000})";
+  const std::string b_other_lane = R"({"ph":"X","name":"hold_gil","pid":1,"tid":3,"ts":4070235.011,"dur":5.000})";
+
+  const auto bad = tc::check_chrome_trace(trace(a + "," + b));
+  CHECK(bad.problem_count == 1);
+  REQUIRE(bad.problems.size() == 1);
+  CHECK(bad.problems[0].find("4070235.0110000004") != std::string::npos);
+  CHECK(bad.problems[0].find("take_gil") != std::string::npos);
+
+  const auto good = tc::check_chrome_trace(trace(b + "," + a_fixed));  // file order does not matter
+  CHECK(good.ok());
+  CHECK(good.events == 2);
+  CHECK(good.lanes == 1);
+  CHECK(good.adjacent_pairs == 1);
+  CHECK(tc::check_chrome_trace(trace(a + "," + b_other_lane)).ok());  // other lanes may overlap
+  CHECK(tc::check_chrome_trace("[" + a_fixed + "," + b + "]").ok());   // a bare array (Ascend's form)
+
+  // Instants are zero-length events of the lane: at a slice's end is fine, inside it is not.
+  const std::string at_end = R"({"ph":"I","s":"t","name":"drop_gil","pid":1,"tid":2,"ts":4070235.011})";
+  const std::string inside = R"({"ph":"I","s":"t","name":"drop_gil","pid":1,"tid":2,"ts":4070235.010})";
+  CHECK(tc::check_chrome_trace(trace(a_fixed + "," + at_end + "," + b)).ok());
+  CHECK(tc::check_chrome_trace(trace(a_fixed + "," + inside)).problem_count == 1);
+  // "i" (DevTools and MindStudio skip it), a missing dur, a string ts, no traceEvents, not JSON.
+  CHECK(tc::check_chrome_trace(trace(R"({"ph":"i","s":"t","name":"x","pid":1,"tid":2,"ts":1.000})")).problem_count ==
+        1);
+  CHECK(tc::check_chrome_trace(trace(R"({"ph":"X","name":"x","pid":1,"tid":2,"ts":1.000})")).problem_count == 1);
+  CHECK(tc::check_chrome_trace(trace(R"({"ph":"C","name":"x","pid":1,"tid":2,"ts":"1.000"})")).problem_count == 1);
+  CHECK_FALSE(tc::check_chrome_trace(R"({"events":[]})").ok());
+  CHECK_FALSE(tc::check_chrome_trace("{").ok());
 }
