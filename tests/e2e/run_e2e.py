@@ -177,6 +177,7 @@ def scenario_record_multi(gilspy, python):
         doc = json.load(open(merged))
         procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
         check(set(procs) == {a.pid, b.pid}, f"merged trace has processes {procs}")
+        check_trace(merged, [Raw(files[a]), Raw(files[b])])
         check("rank 3" in procs[b.pid], f"process name {procs[b.pid]!r} does not say rank 3")
     finally:
         a.kill()
@@ -211,6 +212,7 @@ def scenario_long_c_call(gilspy, python):
     check(h[1] >= s0 - slack and h[2] <= s1 + slack,
           f"the long hold [{h[1]}, {h[2]}] is not inside the sort's window [{s0}, {s1}] (slack {slack / 1e6:.1f} ms)")
     check(all(o[2] - o[1] < 0.5 * cpu_ns for o in holds[1:]), f"more than one long hold over the sort: {holds[:3]}")
+    check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
     for tid in info["spinners"]:
         waited = sum(max(0, min(w1, h[2]) - max(w0, h[1])) for t, w0, w1 in raw.waits if t == tid)
         check(waited >= 0.9 * (h[2] - h[1]), f"spinner {tid} waited {waited / (h[2] - h[1]):.1%} of the long hold")
@@ -243,6 +245,7 @@ def scenario_churn(gilspy, python):
               f"hold [{s}, {e}] of thread {tid} lies outside its life [{min(starts[tid])}, {end}]")
     assert_no_overlapping_holds(raw)
     check(len(raw.threads) > 20, f"only {len(raw.threads)} threads were seen of {info['started']} started")
+    check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
 
 
 # --- faults and bad input -----------------------------------------------------------------------------------
@@ -257,6 +260,7 @@ def scenario_target_exits(gilspy, python):
     raw = Raw(single_raw(d))
     check(raw.summary["stop_reason"] == "target exited", f"stop reason {raw.summary['stop_reason']}")
     check(len(raw.holds) > 10, f"only {len(raw.holds)} holds recorded before the exit")
+    check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
 
 
 def record_and_signal(gilspy, python, sig, duration):
@@ -284,7 +288,7 @@ def scenario_signals(gilspy, python):
         check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
         rc, out, err, d = record_and_signal(gilspy, python, sig, None)
         check(rc == 0, f"{name} ending an open-ended recording: exit {rc}, expected 0; stderr {err!r}")
-        Raw(single_raw(d))
+        check_trace(single_raw(d).replace(".json", ".trace.json"), Raw(single_raw(d)))
 
 
 def scenario_sigkill(gilspy, python):
@@ -307,6 +311,7 @@ def scenario_sigkill(gilspy, python):
     doc = json.load(open(out_path))
     holds = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "hold_gil"]
     check(len(holds) > 50, f"only {len(holds)} holds recovered from 2 s of recording")
+    check_trace(out_path, None)
 
 
 def scenario_convert_bad_input(gilspy, python):
