@@ -5,11 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config libelf-dev libdwarf-dev libboost-dev libboost-system-dev
-      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux bpftrace)
+      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux bpftrace nodejs)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Debian's nodejs comes without npm (its own package); NodeSource's nodejs ships npm and conflicts with it.
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -22,6 +24,15 @@ if [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then
   if [ "$(id -u)" = 0 ]; then MOUNT=(mount); else MOUNT=(sudo -n mount); fi
   "${MOUNT[@]}" -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
     echo "setup: could not mount tracefs on /sys/kernel/tracing (bench/ uprobes still attach, but warn on detach)" >&2
+fi
+
+# tests/viewer: the DevTools trace engine for the real-viewer test, exactly as package-lock.json pins it
+# (npm ci); reinstalled only when the lock file changes.
+lock_sum=$(sha256sum tests/viewer/package-lock.json | cut -d' ' -f1)
+if [ "$(cat tests/viewer/node_modules/.gilspy-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
+  echo "setup: npm ci in tests/viewer" >&2
+  (cd tests/viewer && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sum" > tests/viewer/node_modules/.gilspy-lock-sha256
 fi
 
 case "${1:-}" in

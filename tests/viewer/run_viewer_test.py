@@ -1,0 +1,112 @@
+"""The real-viewer test: record CPU-bound threads with thousands of GIL hand-offs through the gilspy binary,
+convert (each process alone and both merged), and load every trace into the DevTools trace engine
+(check_trace_engine.mjs; npm @paulirish/trace_engine, pinned in package.json and installed by
+scripts/setup.sh with `npm ci`). Every hold_gil / take_gil slice, drop_gil mark and gil_waiters slice of a file
+must be among the entries the engine puts on its track; every trace also passes gilspy_trace_check.
+
+usage: run_viewer_test.py INTERPRETER --gilspy PATH --trace-check PATH
+
+Exit 77 (ctest: skipped), with the reason, when node or the installed package is missing, or the interpreter;
+under CI=true each of these is a failure instead.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+import harness  # noqa: E402
+from harness import Failure, Raw, Workload, check, run_gilspy  # noqa: E402
+
+SECONDS = 2
+# A tenth of Python's default switch interval: on an idle machine ~4000 forced hand-offs a second, thousands in
+# SECONDS; a busy one (other jobs on few CPUs) gives the threads less CPU and fewer. A one-ulp overshoot hits
+# 1.6-5 % of adjacent pairs, so a few hundred holds already show the bug.
+SWITCH_INTERVAL_S = 0.0005
+MIN_HOLDS = 200  # per process: below this the machine was too busy for the test to mean much
+
+
+def skip(reason):
+    print(f"SKIPPED: {reason}")
+    if os.environ.get("CI") == "true":
+        print("FAIL: under CI=true the viewer test must run, not skip")
+        sys.exit(1)
+    sys.exit(harness.SKIP)
+
+
+def node_or_skip():
+    node = shutil.which("node")
+    if node is None:
+        skip("node not found on PATH (scripts/setup.sh installs nodejs and npm)")
+    if not os.path.isdir(os.path.join(HERE, "node_modules", "@paulirish", "trace_engine")):
+        skip(f"@paulirish/trace_engine is not installed in {HERE}/node_modules "
+             "(scripts/setup.sh runs `npm ci` there)")
+    return node
+
+
+def load_in_devtools(node, paths):
+    out = subprocess.run([node, os.path.join(HERE, "check_trace_engine.mjs"), *paths], capture_output=True,
+                         text=True, timeout=300)
+    print(out.stdout, end="")
+    check(out.returncode == 0, f"the DevTools trace engine left events out (exit {out.returncode}):\n"
+                               f"{out.stdout}{out.stderr}")
+
+
+def scenario(gilspy, python, node):
+    d = tempfile.mkdtemp(prefix="gilspy-viewer-")
+    a = Workload(python, "cpu_threads.py", 30, 3, SWITCH_INTERVAL_S)
+    b = Workload(python, "cpu_threads.py", 30, 2, SWITCH_INTERVAL_S, env={"RANK": "1"})
+    try:
+        # --cpu-budget 0: poll around every hand-off, so that most of them become slices
+        run_gilspy(gilspy, "record", "-q", "--no-trace", "--cpu-budget", 0, "-p", f"{a.pid},{b.pid}",
+                   "-d", SECONDS, "-o", d, check_rc=0)
+    finally:
+        a.kill()
+        b.kill()
+    raws = {}
+    for w, rank in ((a, 0), (b, 1)):
+        path = os.path.join(d, f"GIL_{w.pid}_rank_{rank}.json")
+        check(os.path.exists(path), f"no {os.path.basename(path)} in {sorted(os.listdir(d))}")
+        raws[path] = Raw(path)
+        holds = len(raws[path].holds)
+        check(holds >= MIN_HOLDS, f"pid {w.pid}: only {holds} holds recorded in {SECONDS} s; too few to judge "
+                                  "(a machine too busy?)")
+        print(f"pid {w.pid}: {holds} holds, {raws[path].summary['handoffs_total']} hand-offs in the interpreter")
+    traces = []
+    for path, raw in raws.items():
+        out = path.replace(".json", ".trace.json")
+        run_gilspy(gilspy, "convert", "-i", path, "-o", out, check_rc=0)
+        harness.check_trace(out, raw)
+        traces.append(out)
+    merged = os.path.join(d, "merged.trace.json")
+    run_gilspy(gilspy, "convert", *[x for p in raws for x in ("-i", p)], "-o", merged, check_rc=0)
+    harness.check_trace(merged, list(raws.values()))
+    traces.append(merged)
+    load_in_devtools(node, traces)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("interpreter")
+    parser.add_argument("--gilspy", required=True)
+    parser.add_argument("--trace-check", required=True)
+    args = parser.parse_args()
+    harness.TRACE_CHECKER = args.trace_check
+    node = node_or_skip()
+    python, looked_at = harness.find_interpreter(args.interpreter)
+    if python is None:
+        harness.skip_missing(args.interpreter, looked_at)
+    try:
+        scenario(args.gilspy, python, node)
+    except Failure as e:
+        print(f"FAIL [viewer {args.interpreter}]: {e}")
+        sys.exit(1)
+    print(f"PASS [viewer {args.interpreter}]")
+
+
+if __name__ == "__main__":
+    main()
