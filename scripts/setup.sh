@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs gilspy's build and test dependencies from Debian's packages (idempotent), then configures and
-# builds. Usage: scripts/setup.sh [--no-build] [--asan]
+# builds. Usage: scripts/setup.sh [--no-build] [--asan] [--chromium]
+# --chromium: also Debian's chromium, for scripts/devtools_screenshot.py (docs only, no test needs it); no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,7 @@ for p in "${PKGS[@]}"; do
 done
 # Debian's nodejs comes without npm (its own package); NodeSource's nodejs ships npm and conflicts with it.
 command -v npm >/dev/null || missing+=(npm)
+if [ "${1:-}" = --chromium ] && ! command -v chromium >/dev/null; then missing+=(chromium fonts-dejavu-core); fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -36,7 +38,7 @@ if [ "$(cat tests/viewer/node_modules/.gilspy-lock-sha256 2>/dev/null)" != "$loc
 fi
 
 case "${1:-}" in
-  --no-build) exit 0 ;;
+  --no-build | --chromium) exit 0 ;;
   --asan)
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGILSPY_SANITIZE=ON -DGILSPY_WERROR=ON >/dev/null
     cmake --build build-asan -j"$(nproc)" --target gilspy_unit_tests
