@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -95,18 +95,18 @@ class EventWriter {
 
   size_t count() const { return count_; }
 
-  // [start, end): dur is written so that ts + dur, added as doubles, does not pass `end` (reader_safe_dur_ns).
-  // `args` is empty or already JSON object text.
-  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start, int64_t end,
+  // [start_ns, end_ns): dur is written so that ts + dur, added as doubles, does not pass end_ns
+  // (reader_safe_dur_ns). `args` is empty or already JSON object text.
+  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
              std::string_view args = {}) {
     auto& b = begin();
     fmt::format_to(std::back_inserter(b), R"({{"ph":"X","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)",
                    name, pid, tid);
-    append_us(b, start);
+    append_us(b, start_ns);
     b.append(std::string_view(R"(,"dur":)"));
-    append_us(b, reader_safe_dur_ns(start, end));
+    append_us(b, reader_safe_dur_ns(start_ns, end_ns));
     if (!args.empty()) fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
-    end_event();
+    end();
   }
   // "I", not "i": the DevTools trace engine keeps only "I" instants on a thread's track, MindStudio Insight
   // reads only "I"; Perfetto reads both.
@@ -115,7 +115,7 @@ class EventWriter {
     fmt::format_to(std::back_inserter(b),
                    R"({{"ph":"I","s":"t","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)", name, pid, tid);
     append_us(b, ts);
-    end_event();
+    end();
   }
   void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view key, uint64_t value) {
     auto& b = begin();
@@ -123,7 +123,7 @@ class EventWriter {
                    name, pid);
     append_us(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
-    end_event();
+    end();
   }
   // `value` is already JSON text.
   void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view key,
@@ -133,7 +133,7 @@ class EventWriter {
                    tid);
     append_us(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
-    end_event();
+    end();
   }
 
  private:
@@ -143,7 +143,7 @@ class EventWriter {
     ++count_;
     return b;
   }
-  void end_event() {
+  void end() {
     file_.buf().push_back('}');
     file_.maybe_drain();
   }
