@@ -2,13 +2,15 @@
 """Screenshot of a Chrome trace in Chrome DevTools' Performance panel, rendered by headless Chromium.
 
 usage: scripts/devtools_screenshot.py TRACE.json -o OUT.png [--size 1600x900] [--window START_MS END_MS]
-                                      [--chromium PATH]
+                                      [--search TERM]... [--chromium PATH]
 
 Starts Debian's `chromium` headless with a remote-debugging port (scripts/setup.sh --chromium installs it),
 serves the trace on 127.0.0.1 and opens the DevTools frontend that Chromium itself serves on that port with
 ?loadTimelineFromURL=, the Performance panel's own way to load a trace. It talks the DevTools protocol over
 the port's WebSocket (a minimal client, standard library only), waits until the panel has drawn the trace,
-optionally zooms to a time window (ms from the start of the trace) and saves the page as PNG.
+optionally zooms to a time window (ms from the start of the trace) and saves the page as PNG. --search TERM
+types TERM into the panel's search box (Ctrl+F) and prints how many entries DevTools found, e.g.
+"drop_gil: 675 matches": what DevTools itself shows of a trace, to set against the file's counts.
 """
 import argparse
 import base64
@@ -142,6 +144,7 @@ def main():
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--size", default="1600x900")
     parser.add_argument("--window", nargs=2, type=float, metavar=("START_MS", "END_MS"))
+    parser.add_argument("--search", action="append", default=[], metavar="TERM")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
@@ -178,6 +181,8 @@ def main():
                  deadline, "the trace in the flame chart")
         time.sleep(2)
         tidy_panel(cdp, first_process_tracks(args.trace))
+        for term in args.search:
+            print(f"{term}: {search(cdp, term, width, height)}")
         if args.window:
             show_window(cdp, args.trace, *args.window)
         time.sleep(2)
@@ -242,6 +247,26 @@ def tidy_panel(cdp, tracks):
     for i in reversed(range(tracks)):
         click(cdp, left + 20, top + FIRST_TRACK_ROW_Y + ROW_PX * i)
         time.sleep(0.2)
+
+
+def key(cdp, key, code, vk, modifiers=0):
+    cdp.call("Input.dispatchKeyEvent", type="rawKeyDown", key=key, code=code, windowsVirtualKeyCode=vk,
+             modifiers=modifiers)
+    cdp.call("Input.dispatchKeyEvent", type="keyUp", key=key, code=code, windowsVirtualKeyCode=vk, modifiers=modifiers)
+
+
+def search(cdp, term, width, height):
+    """The Performance panel's search (Ctrl+F in the flame chart): returns its "1 of N" label."""
+    click(cdp, width // 2, height // 2)  # focus the flame chart
+    key(cdp, "f", "KeyF", 70, modifiers=2)
+    time.sleep(0.5)
+    key(cdp, "a", "KeyA", 65, modifiers=2)  # replace an earlier term
+    cdp.call("Input.insertText", text=term)
+    time.sleep(3)  # the panel searches after a debounce
+    label = cdp.evaluate(DEEP_QUERY + "deepQueryAll('.search-results-matches').map(e => e.textContent).join('')")
+    count = label.rsplit(" of ", 1)[-1] if label else "0"
+    key(cdp, "Escape", "Escape", 27)
+    return f"{count} matches"
 
 
 def first_process_tracks(trace):
