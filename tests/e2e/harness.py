@@ -242,7 +242,11 @@ def main(scenarios):
     parser.add_argument("--repeat", type=int, default=1, help="run the scenario this many times (flake hunting)")
     args = parser.parse_args()
     global TRACE_CHECKER
-    TRACE_CHECKER = args.trace_check or trace_checker(args.gilspy)
+    try:
+        TRACE_CHECKER = args.trace_check or trace_checker(args.gilspy)
+    except Failure as e:
+        print(f"FAIL [{args.scenario} {args.interpreter}]: {e}")
+        sys.exit(1)
     python = None
     if args.interpreter != "none":
         python, looked_at = find_interpreter(args.interpreter)
