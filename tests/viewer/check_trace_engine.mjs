@@ -18,6 +18,10 @@ import * as Trace from '@paulirish/trace_engine';
 import {polyfillDOMRect} from '@paulirish/trace_engine/analyze-trace.mjs';
 
 polyfillDOMRect();
+// Debian 12's nodejs is 18, which lacks Array.prototype.toSorted (Node 20); the engine's CLS insight calls it.
+if (!Array.prototype.toSorted) {
+  Object.defineProperty(Array.prototype, 'toSorted', {value(compare) { return [...this].sort(compare); }});
+}
 
 const laneKey = (pid, tid) => `${pid}/${tid}`;
 
