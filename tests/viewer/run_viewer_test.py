@@ -55,26 +55,29 @@ def load_in_devtools(node, paths):
                                f"{out.stdout}{out.stderr}")
 
 
-def scenario(gilspy, python, node):
-    d = tempfile.mkdtemp(prefix="gilspy-viewer-")
-    a = Workload(python, "cpu_threads.py", 30, 3, SWITCH_INTERVAL_S)
-    b = Workload(python, "cpu_threads.py", 30, 2, SWITCH_INTERVAL_S, env={"RANK": "1"})
+def record(gilspy, python, d, threads, rank):
+    """One process at a time, so that its threads have the machine's CPUs to themselves."""
+    w = Workload(python, "cpu_threads.py", 30, threads, SWITCH_INTERVAL_S, env={"RANK": str(rank)})
     try:
         # --cpu-budget 0: poll around every hand-off, so that most of them become slices
-        run_gilspy(gilspy, "record", "-q", "--no-trace", "--cpu-budget", 0, "-p", f"{a.pid},{b.pid}",
-                   "-d", SECONDS, "-o", d, check_rc=0)
+        run_gilspy(gilspy, "record", "-q", "--no-trace", "--cpu-budget", 0, "-p", w.pid, "-d", SECONDS, "-o", d,
+                   check_rc=0)
     finally:
-        a.kill()
-        b.kill()
-    raws = {}
-    for w, rank in ((a, 0), (b, 1)):
-        path = os.path.join(d, f"GIL_{w.pid}_rank_{rank}.json")
-        check(os.path.exists(path), f"no {os.path.basename(path)} in {sorted(os.listdir(d))}")
-        raws[path] = Raw(path)
-        holds = len(raws[path].holds)
-        check(holds >= MIN_HOLDS, f"pid {w.pid}: only {holds} holds recorded in {SECONDS} s; too few to judge "
-                                  "(a machine too busy?)")
-        print(f"pid {w.pid}: {holds} holds, {raws[path].summary['handoffs_total']} hand-offs in the interpreter")
+        w.kill()
+    path = os.path.join(d, f"GIL_{w.pid}_rank_{rank}.json")
+    check(os.path.exists(path), f"no {os.path.basename(path)} in {sorted(os.listdir(d))}")
+    raw = Raw(path)
+    holds = len(raw.holds)
+    print(f"pid {w.pid}: {holds} holds, {raw.summary['handoffs_total']} hand-offs in the interpreter")
+    check(holds >= MIN_HOLDS, f"pid {w.pid}: only {holds} holds recorded in {SECONDS} s; too few to judge "
+                              "(a machine too busy?)")
+    return path, raw
+
+
+def scenario(gilspy, python, node):
+    d = tempfile.mkdtemp(prefix="gilspy-viewer-")
+    # Two recordings one after the other: the merged trace has two processes on clocks seconds apart.
+    raws = dict(record(gilspy, python, d, threads, rank) for threads, rank in ((3, 0), (4, 1)))
     traces = []
     for path, raw in raws.items():
         out = path.replace(".json", ".trace.json")
