@@ -119,7 +119,11 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
-      emit(raw::ThreadStart{.tid = t.ref.tid, .ts = t_mid, .tstate = t.ref.tstate, .name = {}});
+      emit(raw::ThreadStart{.tid = t.ref.tid,
+                            .ts = t_mid,
+                            .tstate = t.ref.tstate,
+                            .name = {},
+                            .ns_tid = t.ref.ns_tid != t.ref.tid ? t.ref.ns_tid : 0});
       active_.push_back(static_cast<uint16_t>(i));  // capacity reserved: no allocation
       break;
     }

@@ -154,6 +154,55 @@ def scenario_record_pid(gilspy, python):
         w.kill()
 
 
+def scenario_pid_namespace(gilspy, python):
+    """A Python in its own PID and mount namespaces (a container's view: its threads are 1, 2, 3 ... and its
+    interpreter lies on a mount the host cannot see): the same waits as outside, host tids in the output with
+    the namespace's own beside them."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        raise Failure("needs root and unshare(1) (util-linux) to make PID namespaces")
+    ns_dir = tempfile.mkdtemp(prefix="gilspy-nsonly-")
+
+    def in_namespace(argv):
+        # The interpreter (a static binary: the whole of it; a pyenv build: its executable, libpython comes
+        # through its absolute RPATH) is copied onto a tmpfs mounted only inside the namespace.
+        python_bin = argv[0]
+        copy = (f"cp {python_bin} {ns_dir}/python" if "/.pyenv/" not in python_bin else
+                f"mkdir {ns_dir}/py && mount --bind {os.path.dirname(os.path.dirname(python_bin))} {ns_dir}/py")
+        target = f"{ns_dir}/python" if "/.pyenv/" not in python_bin else f"{ns_dir}/py/bin/{os.path.basename(python_bin)}"
+        script = f"mount -t tmpfs none {ns_dir} && {copy} && exec {target} " + " ".join(argv[1:])
+        return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script]
+
+    w = Workload(python, "cpu_and_sleeper.py", 30, launcher=in_namespace)
+    try:
+        pid = w.pid
+        with open(f"/proc/{pid}/status") as f:
+            nspid = [l.split()[1:] for l in f if l.startswith("NSpid:")][0]
+        check(nspid[-1] == "1" and nspid[0] == str(pid), f"workload {pid} is not pid 1 of a namespace: NSpid {nspid}")
+        check(not os.listdir(ns_dir), f"{ns_dir} is visible from the host: {os.listdir(ns_dir)}")
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        run_gilspy(gilspy, "record", "-p", pid, "-d", 3, "-o", d, check_rc=0)
+        raw = Raw(single_raw(d))
+        starts = [e for e in raw.events if e[0] == "T"]
+        host_of = {}
+        for e in starts:
+            check(len(e) >= 6 and e[5] > 0, f"thread start {e} has no namespace tid")
+            check(os.path.exists(f"/proc/{pid}/task/{e[1]}"), f"thread start {e}: {e[1]} is not a host tid of {pid}")
+            host_of[e[5]] = e[1]
+        check(host_of.get(1) == pid and raw.threads[pid] == "MainThread",
+              f"the main thread (1 in the namespace) should be {pid}, MainThread: {starts}")
+        roles = {"cpu": [host_of.get(t, t) for t in w.info["cpu"]], "sleeper": host_of.get(w.info["sleeper"])}
+        check_cpu_and_sleeper(raw, roles)
+        trace = single_raw(d).replace(".json", ".trace.json")
+        check_trace(trace, raw)
+        names = [e["args"]["name"] for e in json.load(open(trace))["traceEvents"] if e.get("name") == "thread_name"]
+        check(any("tid 1 in its PID namespace" in n for n in names), f"lane names do not give namespace tids: {names}")
+        info = json.loads(run_gilspy(gilspy, "info", "-p", pid, "--json", check_rc=0).stdout)
+        check(info["other_pid_namespace"] and {t["ns_tid"] for t in info["threads"]} >= {1},
+              f"info does not show namespace tids: {info['threads']}")
+    finally:
+        w.kill()
+
+
 def scenario_record_multi(gilspy, python):
     """Two processes in one recording (-p A,B), one with RANK=3; then both merged on one timeline."""
     a = Workload(python, "cpu_threads.py", 30, 2)
@@ -679,6 +728,7 @@ SCENARIOS = {
     "record_launch": scenario_record_launch,
     "record_pid": scenario_record_pid,
     "record_multi": scenario_record_multi,
+    "pid_namespace": scenario_pid_namespace,
     "long_c_call": scenario_long_c_call,
     "churn": scenario_churn,
     "target_exits": scenario_target_exits,
