@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <system_error>
+
 #include "base/error.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
@@ -29,7 +32,7 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
     if (duration_s <= 0) return {0, ""};
     return {128 + out.stop_signal,
             fmt::format("recording cut short by {} before the {:g} s asked; the files are complete",
-                        out.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", duration_s)};
+                        signal_name(out.stop_signal), duration_s)};
   }
   if (out.reason == sampler::StopReason::kTargetsGone && duration_s > 0) {
     return {
@@ -49,15 +52,25 @@ int run_record(const RecordOptions& o) {
        .command = o.command,
        .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s});
-  RawFileSink files(o.output_dir, !o.no_trace,
-                    [&](const FinishedTarget& done) { print_target_summary(done, o.loop.rate_hz, o.quiet); });
+  // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
+  // recording: the files are finished either way.
+  bool stdout_gone = false;
+  RawFileSink files(o.output_dir, !o.no_trace, [&](const FinishedTarget& done) {
+    if (stdout_gone) return;
+    try {
+      print_target_summary(done, o.loop.rate_hz, o.quiet);
+      if (std::fflush(stdout) != 0) stdout_gone = true;
+    } catch (const std::system_error&) {
+      stdout_gone = true;
+    }
+  });
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);
 
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
   const ExitDecision exit = exit_policy(session.run(), o.loop.duration_s);
-  if (!exit.message.empty()) fmt::print(stderr, "gilspy: {}\n", exit.message);
+  if (!exit.message.empty()) std::fprintf(stderr, "gilspy: %s\n", exit.message.c_str());  // never throws
   return exit.code;
 }
 

@@ -54,14 +54,23 @@ std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
 
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
 
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+
 }  // namespace
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 struct Session::Impl {
   SessionOptions options;
-  // Signals are taken over before anything is written, so no SIGINT/SIGTERM can leave a half-written file;
-  // they are acted on once run() runs.
+  // Every catchable signal whose default action ends the process is taken over before anything is written,
+  // so none can leave a half-written file (closing the terminal or the ssh session sends SIGHUP; `timeout`
+  // sends SIGTERM, job schedulers USR1/USR2 or ALRM); they are acted on once run() runs. SIGPIPE is ignored
+  // in main(): a closed stdout only ends the printing.
   asio::io_context io;
-  asio::signal_set signals{io, SIGINT, SIGTERM};
+  asio::signal_set signals{io};
   pid_t child = 0;
   std::optional<int> child_status;
   std::vector<std::unique_ptr<Target>> targets;
@@ -152,6 +161,7 @@ void Session::Impl::drain() {
 }
 
 Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
+  for (const int sig : kStopSignals) impl_->signals.add(sig);
   impl_->options = std::move(options);
   impl_->attach();
   impl_->prepare();
@@ -205,8 +215,10 @@ SessionOutcome Session::run() {
         if (ec) return;
         stop_signal = sig;
         stop = true;
-        // A terminal's Ctrl+C already reached the launched program (same process group); pass on the rest.
-        if (m.launch_mode() && !m.child_status && (sig != SIGINT || !::isatty(STDIN_FILENO)))
+        // A terminal's Ctrl+C or Ctrl+\ already reached the launched program (same process group); pass on
+        // the rest.
+        const bool from_terminal = (sig == SIGINT || sig == SIGQUIT) && ::isatty(STDIN_FILENO);
+        if (m.launch_mode() && !m.child_status && !from_terminal)
           ::kill(m.child, sig);
         m.signals.async_wait(on_signal);  // a second Ctrl+C must not kill us half-way through writing
       };
@@ -242,7 +254,7 @@ SessionOutcome Session::run() {
   const auto& lc = loop.counters();
   SessionEnd end;
   end.stop_reason = main_error    ? "error"
-                    : stop_signal ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
+                    : stop_signal ? signal_name(stop_signal)
                     : reason == sampler::StopReason::kDuration    ? "duration"
                     : reason == sampler::StopReason::kTargetsGone ? "target exited"
                                                                   : "stopped";
@@ -266,7 +278,15 @@ SessionOutcome Session::run() {
     fig.stop_reason = end.stop_reason;
     end.figures[t->info.id] = fig;
   }
-  for (Sink* s : m.sinks) s->finish(end);
+  // Every sink is finished even when an earlier one fails (a status line on a closed terminal must not leave
+  // the raw files unfinished); the first failure is rethrown after.
+  for (Sink* s : m.sinks) {
+    try {
+      s->finish(end);
+    } catch (...) {
+      if (!main_error) main_error = std::current_exception();
+    }
+  }
   if (main_error) std::rethrow_exception(main_error);
   if (loop_error) std::rethrow_exception(loop_error);
 

@@ -336,6 +336,63 @@ def scenario_signals(gilspy, python):
         Raw(single_raw(d))
 
 
+def check_two_complete(d, pids, what):
+    """Both targets' raw files and traces are complete and valid, and nothing is left unfinished."""
+    left = [f for f in os.listdir(d) if f.endswith(".partial") or f.endswith(".tmp")]
+    check(not left, f"{what}: unfinished files left: {left}")
+    raws = []
+    for pid in pids:
+        path = os.path.join(d, f"GIL_{pid}_rank_0.json")
+        check(os.path.exists(path), f"{what}: no {os.path.basename(path)} in {sorted(os.listdir(d))}")
+        raw = Raw(path)
+        check(len(raw.holds) > 5, f"{what}: pid {pid}: only {len(raw.holds)} holds kept")
+        check_trace(path.replace(".json", ".trace.json"), raw)
+        raws.append(raw)
+    return raws
+
+
+def scenario_signals_all(gilspy, python):
+    """Every catchable signal whose default would end gilspy, during a two-target recording; then a closed
+    stdout (`gilspy record ... | true`)."""
+    a = Workload(python, "cpu_threads.py", 60, 2)
+    b = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        stopping = ["SIGHUP", "SIGINT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGQUIT", "SIGALRM"]
+        for name in stopping + ["SIGPIPE"]:
+            sig = getattr(signal, name)
+            d = tempfile.mkdtemp(prefix="gilspy-rec-")
+            # SIGPIPE is ignored (only a closed stdout matters): that recording runs its 2.5 s to the end.
+            p = subprocess.Popen([gilspy, "record", "-p", f"{a.pid},{b.pid}", "-o", d, "-d", "2.5"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 10
+            while len([f for f in os.listdir(d) if f.endswith(".partial")]) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=30)
+            if name == "SIGPIPE":
+                check(p.returncode == 0, f"{name}: exit {p.returncode}, expected 0 (ignored); stderr {err!r}")
+            else:
+                check(p.returncode == 128 + sig, f"{name}: exit {p.returncode}, expected {128 + sig}; stderr {err!r}")
+                check(name in err and err.strip().count("\n") == 0, f"{name}: expected one line naming it: {err!r}")
+            for raw in check_two_complete(d, (a.pid, b.pid), name):
+                expected = "duration" if name == "SIGPIPE" else name
+                check(raw.summary["stop_reason"] == expected,
+                      f"{name}: stop reason {raw.summary['stop_reason']!r}, expected {expected!r}")
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        r, w = os.pipe()
+        os.close(r)  # stdout is a pipe nobody reads: the first summary line meets EPIPE
+        p = subprocess.Popen([gilspy, "record", "-p", f"{a.pid},{b.pid}", "-o", d, "-d", "1.5"], stdout=w,
+                             stderr=subprocess.PIPE, text=True)
+        os.close(w)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, f"closed stdout: exit {p.returncode}, expected 0; stderr {err!r}")
+        check_two_complete(d, (a.pid, b.pid), "closed stdout")
+    finally:
+        a.kill()
+        b.kill()
+
+
 def scenario_sigkill(gilspy, python):
     w = Workload(python, "cpu_threads.py", 30, 2)
     try:
@@ -734,6 +791,7 @@ SCENARIOS = {
     "target_exits": scenario_target_exits,
     "signals": scenario_signals,
     "sigkill": scenario_sigkill,
+    "signals_all": scenario_signals_all,
     "convert_bad_input": scenario_convert_bad_input,
     "bad_pid": scenario_bad_pid,
     "not_python": scenario_not_python,
