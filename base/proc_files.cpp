@@ -64,6 +64,30 @@ std::string ptrace_permission_hint() {
          scope;
 }
 
+std::optional<std::string> process_image_id(pid_t pid) {
+  const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return std::nullopt;
+  const size_t paren = stat->rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return std::nullopt;
+  // After ") " comes field 3 (state); fields 26, 27, 28 are startcode, endcode, startstack.
+  size_t pos = paren + 2;
+  for (int field = 3; field < 26 && pos != std::string::npos; ++field) {
+    pos = stat->find(' ', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos) return std::nullopt;
+  size_t end = pos;
+  for (int k = 0; k < 3 && end != std::string::npos; ++k) end = stat->find(' ', end + 1);
+  return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+
+std::string process_executable(pid_t pid) {
+  char buf[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
 std::string path_in_process(pid_t pid, const std::string& path) {
   return "/proc/" + std::to_string(pid) + "/root" + path;
 }

@@ -19,6 +19,13 @@ std::string process_command_line(pid_t pid);
 // The value of environment variable `name` in /proc/PID/environ (as the process started); nullopt if unset.
 std::optional<std::string> process_env_var(pid_t pid, const std::string& name);
 
+// What tells one program image of a process from the next: the code and stack addresses of /proc/PID/stat
+// (fields 26-28), which an exec() replaces (address-space randomization moves them) and nothing else changes.
+// nullopt when the process is gone or the file cannot be read.
+std::optional<std::string> process_image_id(pid_t pid);
+// /proc/PID/exe, the program the process runs now; "" when unknown. Target-controlled text: escape to print.
+std::string process_executable(pid_t pid);
+
 // What to do about a permission error on another process (ptrace access mode).
 std::string ptrace_permission_hint();
 

@@ -35,10 +35,19 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
                         signal_name(out.stop_signal), duration_s)};
   }
   if (out.reason == sampler::StopReason::kTargetsGone && duration_s > 0) {
-    return {
-        1, fmt::format("the target exited after {:.2f} s, before the {:g} s asked; the files hold everything "
-                       "until then",
-                       out.elapsed_s, duration_s)};
+    std::string what = "the target exited";
+    if (!out.early_ends.empty()) {
+      what.clear();
+      for (const auto& e : out.early_ends) what += (what.empty() ? "" : "; ") + e;
+    }
+    return {1, fmt::format("{} after {:.2f} s, before the {:g} s asked; the files hold everything until then{}",
+                           what, out.elapsed_s, duration_s,
+                           out.early_ends.empty() ? "" : " (to record what runs now, start gilspy again)")};
+  }
+  if (!out.early_ends.empty()) {
+    std::string what;
+    for (const auto& e : out.early_ends) what += (what.empty() ? "" : "; ") + e;
+    return {0, what + ": its recording ended there (to record what runs now, start gilspy again)"};
   }
   return {0, ""};
 }

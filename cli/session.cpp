@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <fmt/format.h>
 #include <exception>
 #include <functional>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
 #include "cli/launch.hpp"
+#include "cli/top/escape.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 
@@ -275,7 +277,9 @@ SessionOutcome Session::run() {
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
     fig.threads_truncated = t->sampler->truncated_threads();
-    fig.stop_reason = end.stop_reason;
+    // A target that ended by itself says how (exited, exec'd); the others share the session's reason.
+    const sampler::TargetEnd cause = t->sampler->end_cause();
+    fig.stop_reason = cause == sampler::TargetEnd::kRunning ? end.stop_reason : sampler::to_string(cause);
     end.figures[t->info.id] = fig;
   }
   // Every sink is finished even when an earlier one fails (a status line on a closed terminal must not leave
@@ -295,6 +299,15 @@ SessionOutcome Session::run() {
   out.stop_signal = stop_signal;
   out.launched = m.launch_mode();
   out.elapsed_s = static_cast<double>(end.end_ns) / 1e9;
+  for (const auto& t : m.targets) {
+    const sampler::TargetEnd cause = t->sampler->end_cause();
+    if (cause == sampler::TargetEnd::kRunning || cause == sampler::TargetEnd::kExited) continue;
+    out.early_ends.push_back(fmt::format("pid {} {}", t->info.pid,
+                                         cause == sampler::TargetEnd::kExeced
+                                             ? "exec'd another program (" +
+                                                   top::escape_for_terminal(process_executable(t->info.pid)) + ")"
+                                             : "lives on, but its interpreter is gone (finalized)"));
+  }
   if (m.launch_mode()) {
     int status = 0;
     if (!m.child_status && ::waitpid(m.child, &status, 0) == m.child) m.child_status = status;

@@ -40,6 +40,9 @@ struct SessionOutcome {
   bool launched = false;
   std::optional<int> child_status;  // launch mode: the program's wait status, once it has been reaped
   double elapsed_s = 0;             // recorded time
+  // Targets whose recording ended while the process lives on, one phrase each ("pid 12 exec'd another
+  // program (/usr/bin/x)"), printable.
+  std::vector<std::string> early_ends;
 };
 
 class Session {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::sampler {
 
@@ -37,8 +38,19 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       tracks_(ThreadWalker::kMaxThreads),
       walk_buffer_(ThreadWalker::kMaxThreads),
       asked_(ThreadWalker::kMaxThreads),
-      gil_bytes_(interp.layout.gil.size) {
+      gil_bytes_(interp.layout.gil.size),
+      image_id_(process_image_id(interp.pid)) {
   active_.reserve(ThreadWalker::kMaxThreads);
+}
+
+const char* to_string(TargetEnd e) {
+  switch (e) {
+    case TargetEnd::kRunning: return "running";
+    case TargetEnd::kExited: return "target exited";
+    case TargetEnd::kExeced: return "target exec'd another program";
+    case TargetEnd::kInterpreterGone: return "interpreter gone (GIL unreadable)";
+  }
+  return "?";
 }
 
 size_t ProcessSampler::thread_count() const {
@@ -182,6 +194,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     got = reader_.read({regions_.data(), nregions});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNoSuchProcess) throw;
+    end_cause_ = TargetEnd::kExited;
     finish(started_ ? t_prev_ : t_now);
     return false;
   }
@@ -191,6 +204,11 @@ bool ProcessSampler::poll(int64_t t_now) {
     // good poll), instead of recording nothing for ever.
     if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
     if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
+      // Once per target (allocates): did the program image change under us?
+      const auto image = process_image_id(interp_.pid);
+      end_cause_ = !image                            ? TargetEnd::kExited
+                   : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
+                                                       : TargetEnd::kInterpreterGone;
       finish(started_ ? t_prev_ : t_now);
       return false;
     }

@@ -393,6 +393,27 @@ def scenario_signals_all(gilspy, python):
         b.kill()
 
 
+def scenario_target_execs(gilspy, python):
+    """The target exec()s another program mid-recording: said so (not "exited"), files complete."""
+    w = Workload(python, "execs.py", 1.5)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 8, "-o", d, "--no-status")
+        one_line_error_text = out.stderr.strip()
+        check(out.returncode == 1, f"exit {out.returncode}, expected 1; stderr {one_line_error_text!r}")
+        check("exec'd another program" in one_line_error_text and "sleep" in one_line_error_text and
+              one_line_error_text.count("\n") == 0, f"expected one line saying it exec'd sleep: {one_line_error_text!r}")
+        check(os.path.exists(f"/proc/{w.pid}"), "the target should still live (it runs sleep)")
+        raw = Raw(single_raw(d))
+        check(raw.summary["stop_reason"] == "target exec'd another program", f"stop reason {raw.summary['stop_reason']!r}")
+        held = sum(end - start for _, start, end in raw.holds)
+        check(held > 0.5e9, f"only {held / 1e9:.2f} s held before the exec (a thread spun for about 1.5 s)")
+        check(raw.summary["duration_ns"] < 6e9, f"recorded {raw.summary['duration_ns'] / 1e9:.1f} s, expected to stop soon after the exec")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        w.kill()
+
+
 def scenario_sigkill(gilspy, python):
     w = Workload(python, "cpu_threads.py", 30, 2)
     try:
@@ -792,6 +813,7 @@ SCENARIOS = {
     "signals": scenario_signals,
     "sigkill": scenario_sigkill,
     "signals_all": scenario_signals_all,
+    "target_execs": scenario_target_execs,
     "convert_bad_input": scenario_convert_bad_input,
     "bad_pid": scenario_bad_pid,
     "not_python": scenario_not_python,
