@@ -1,6 +1,7 @@
 #include "cli/session.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,6 +167,13 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
   for (const int sig : kStopSignals) impl_->signals.add(sig);
   impl_->options = std::move(options);
   impl_->attach();
+  // Each watched thread may keep two /proc files open (sampler/task_file.hpp): a process with a thousand
+  // threads needs more than the usual soft limit of 1024 descriptors, and the hard limit is ours to take.
+  // Raised only now, so that a launched program starts with the limits it would have had without gilspy.
+  if (struct rlimit files; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   impl_->prepare();
 }
 

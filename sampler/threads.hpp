@@ -24,7 +24,9 @@ bool task_exists(pid_t pid, int32_t tid);
 
 class ThreadWalker {
  public:
-  static constexpr size_t kMaxThreads = 512;  // per process; more are counted, not followed
+  // Per process; more are counted, not followed (said in the summary). Matching a walk against the known
+  // threads is quadratic in their number, so the cap also bounds one walk's cost.
+  static constexpr size_t kMaxThreads = 2048;
 
   ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr);
 
