@@ -207,6 +207,14 @@ class InputConverter {
                      out_.counter("gil_waiters", pid_, offset_ns_ + ts, "waiters", x.n);
                    },
                    [&](const raw::Stats& x) { last_stats_ = x; },
+                   [&](const raw::ProcessStopped& x) {
+                     // On the process's own lane (tid 0, where the counter is), named once.
+                     if (!stop_lane_named_) {
+                       out_.metadata("thread_name", pid_, 0, offset_ns_, "name", json_string("process"));
+                       stop_lane_named_ = true;
+                     }
+                     out_.slice("process_stopped", pid_, 0, offset_ns_ + x.ts, x.dur);
+                   },
                    [](const raw::ThreadEnd&) {},
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
                },
@@ -263,6 +271,8 @@ class InputConverter {
     out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, end - start);
     if (hold) out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
   }
+
+  bool stop_lane_named_ = false;
 
   struct Lane {
     std::string name;

@@ -71,6 +71,9 @@ std::optional<std::string> record_line(const Record& r) {
           [](const Stats& x) -> std::optional<std::string> {
             return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total}).dump();
           },
+          [](const ProcessStopped& x) -> std::optional<std::string> {
+            return json::array({"P", x.ts, x.dur}).dump();
+          },
           [](const ThreadState&) -> std::optional<std::string> { return std::nullopt; },
       },
       r);
@@ -211,6 +214,7 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
     case 'S':
       return Stats{.ts = num(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
                    .handoffs_total = count(6)};
+    case 'P': return ProcessStopped{.ts = num(1), .dur = duration(2)};
     case 'F': return std::nullopt;
     default: throw bad("has an unknown kind \"" + a[0].get<std::string>() + "\"");
   }

@@ -4,7 +4,7 @@
 // `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format, whose second line is the
 // metadata, then one event per line, then the summary:
 //
-//   {"format":"gilspy-raw","format_version":1,
+//   {"format":"gilspy-raw","format_version":2,
 //   "meta":{...},
 //   "events":[
 //   ["T",tid,ts,"name",tstate],      thread seen (tstate: address of its PyThreadState)
@@ -13,6 +13,7 @@
 //   ["N",ts,n],                      n threads wait on the GIL's condition variable from ts on
 //   ["E",tid,ts],                    the thread is gone (or the recording ended)
 //   ["S",ts,polls,late,missed,seen,total]   counters so far (at each stats tick, 1 s by default)
+//   ["P",ts,dur],                    the whole process was stopped (SIGSTOP, a debugger) (format_version 2)
 //   ["F"]],                          end of events
 //   "summary":{...}}
 //
@@ -23,7 +24,7 @@
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
-// Versions: format_version 1 is the only one so far; the reader accepts every version up to kFormatVersion,
+// Versions: 2 added "P" (1 files read the same); the reader accepts every version up to kFormatVersion,
 // says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
 // kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
 // stored kind does (older readers reject unknown kinds).
@@ -41,7 +42,7 @@
 namespace gilspy::raw {
 
 inline constexpr const char* kFormatName = "gilspy-raw";
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;
 
 struct Meta {
   std::string gilspy_version;
@@ -90,7 +91,7 @@ class Writer {
 
 // What reading a file found.
 struct ReadResult {
-  int format_version = 0;      // as the file says (1 so far); 0 when it does not say
+  int format_version = 0;      // as the file says (1 or 2 so far); 0 when it does not say
   bool complete = false;       // the whole document parsed, summary included
   size_t records = 0;
   std::optional<nlohmann::json> summary;

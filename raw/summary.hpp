@@ -46,6 +46,8 @@ class SummaryBuilder {
   uint64_t polls() const { return stats_.polls; }
   double coverage() const;         // hand-offs seen / happened; 1 when none happened
   double gil_busy_share() const;   // all holds / duration
+  int64_t stopped_ns() const { return stopped_ns_; }  // the process was stopped (SIGSTOP) this long
+  uint64_t stops() const { return stops_; }
   nlohmann::json to_json(double rate_asked, const LoopFigures& loop) const;
 
  private:
@@ -55,6 +57,8 @@ class SummaryBuilder {
   int64_t end_ns_ = 0;
   int64_t last_ts_ = 0;
   int64_t total_hold_ns_ = 0;
+  int64_t stopped_ns_ = 0;
+  uint64_t stops_ = 0;
 };
 
 }  // namespace gilspy::raw

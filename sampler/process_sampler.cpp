@@ -41,6 +41,7 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       gil_bytes_(interp.layout.gil.size),
       image_id_(process_image_id(interp.pid)) {
   active_.reserve(ThreadWalker::kMaxThreads);
+  process_stat_.reset(interp.pid, interp.pid);
 }
 
 const char* to_string(TargetEnd e) {
@@ -96,6 +97,18 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   t.role = role;
   t.since_ns = at;
+}
+
+// A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
+// run. Its leader's task state says so; checked at periodic re-walks (every 20 ms), one pread.
+void ProcessSampler::check_stopped(int64_t t_mid) {
+  const char state = process_stat_.state();
+  const bool stopped = state == 'T' || state == 't';
+  if (stopped && stopped_since_ns_ < 0) stopped_since_ns_ = t_mid;
+  if (!stopped && stopped_since_ns_ >= 0) {
+    emit(raw::ProcessStopped{.ts = stopped_since_ns_, .dur = t_mid - stopped_since_ns_});
+    stopped_since_ns_ = -1;
+  }
 }
 
 void ProcessSampler::rewalk(int64_t t_mid) {
@@ -244,6 +257,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   if (walk_incomplete_) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
+  if (periodic) check_stopped(t_mid);
   if (dirty || periodic) {
     rewalk(t_mid);
     last_walk_ns_ = t_now;
@@ -349,6 +363,10 @@ void ProcessSampler::finish(int64_t t_end) {
   if (gone_) return;
   gone_ = true;
   holder_ = -1;
+  if (stopped_since_ns_ >= 0 && t_end > stopped_since_ns_) {
+    emit(raw::ProcessStopped{.ts = stopped_since_ns_, .dur = t_end - stopped_since_ns_});
+  }
+  stopped_since_ns_ = -1;
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);

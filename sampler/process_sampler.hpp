@@ -109,6 +109,7 @@ class ProcessSampler {
   };
 
   void rewalk(int64_t t_mid);
+  void check_stopped(int64_t t_mid);
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
   template <class Kind>
@@ -150,6 +151,8 @@ class ProcessSampler {
   bool started_ = false;
   bool gone_ = false;
   TargetEnd end_cause_ = TargetEnd::kRunning;
+  TaskStatFile process_stat_;    // the thread-group leader's stat: T/t while the whole process is stopped
+  int64_t stopped_since_ns_ = -1;  // a stop seen at a re-walk, not yet ended
   std::optional<std::string> image_id_;  // base/proc_files.hpp process_image_id() when attached
   GilSample prev_;
   int64_t t_prev_ = 0;

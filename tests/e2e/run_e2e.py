@@ -414,6 +414,37 @@ def scenario_target_execs(gilspy, python):
         w.kill()
 
 
+def scenario_target_stopped(gilspy, python):
+    """SIGSTOP for about a second mid-recording: marked as a process_stopped interval of that length."""
+    w = Workload(python, "cpu_threads.py", 30, 2)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        p = subprocess.Popen([gilspy, "record", "-p", str(w.pid), "-d", "3", "-o", d, "--no-status"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        os.kill(w.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        time.sleep(1.0)
+        os.kill(w.pid, signal.SIGCONT)
+        stopped_for = time.monotonic() - stopped_at
+        out, err = p.communicate(timeout=30)
+        check(p.returncode == 0, f"exit {p.returncode}; stderr {err!r}")
+        raw = Raw(single_raw(d))
+        stops = [e for e in raw.events if e[0] == "P"]
+        check(len(stops) == 1, f"expected one process-stopped interval, got {stops}")
+        # The stop is seen at re-walks, every 20 ms: each end may be off by that (and by a busy machine's lag).
+        check(abs(stops[0][2] / 1e9 - stopped_for) < 0.1,
+              f"stopped for {stopped_for:.3f} s, recorded {stops[0][2] / 1e9:.3f} s")
+        check(raw.summary["stops"] == 1 and raw.summary["stopped_ns"] == stops[0][2], f"summary: {raw.summary}")
+        trace = json.load(open(single_raw(d).replace(".json", ".trace.json")))
+        marks = [e for e in trace["traceEvents"] if e.get("name") == "process_stopped"]
+        check(len(marks) == 1 and abs(marks[0]["dur"] / 1e6 - stopped_for) < 0.1, f"trace marks: {marks}")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        os.kill(w.pid, signal.SIGCONT)
+        w.kill()
+
+
 def scenario_sigkill(gilspy, python):
     w = Workload(python, "cpu_threads.py", 30, 2)
     try:
@@ -814,6 +845,7 @@ SCENARIOS = {
     "sigkill": scenario_sigkill,
     "signals_all": scenario_signals_all,
     "target_execs": scenario_target_execs,
+    "target_stopped": scenario_target_stopped,
     "convert_bad_input": scenario_convert_bad_input,
     "bad_pid": scenario_bad_pid,
     "not_python": scenario_not_python,

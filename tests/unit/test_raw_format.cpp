@@ -76,6 +76,8 @@ std::vector<raw::Record> sample_records() {
   v.push_back(raw::Stats{.ts = 1'000'000'000, .polls = 7001, .late = 12, .missed = 3, .handoffs_seen = 4321,
                          .handoffs_total = 4400});
   v.push_back(raw::Hold{31337, 1020, 0});  // a zero-length hold is still a hold
+  v.push_back(raw::ProcessStopped{.ts = 1100, .dur = 400});
+  v.push_back(raw::ThreadStart{.tid = 31350, .ts = 1600, .tstate = 0x5555, .name = "in a container", .ns_tid = 3});
   return v;
 }
 
@@ -155,7 +157,7 @@ TEST_CASE("raw format: Writer then read gives back the meta, every record kind a
   }
   REQUIRE(fs::exists(final_path));
   const std::string text = slurp(final_path);
-  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":1,\n\"meta\":{", 0) == 0);
+  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":2,\n\"meta\":{", 0) == 0);
   CHECK(nlohmann::json::parse(text).is_object());
 
   const ReadBack rb = read_text(text);
