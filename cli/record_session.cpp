@@ -49,7 +49,7 @@ int run_record(const RecordOptions& o) {
        .command = o.command,
        .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s});
-  RawFileSink files(o.output_dir, !o.no_trace,
+  RawFileSink files(o.output_dir, !o.no_trace, o.file_mode,
                     [&](const FinishedTarget& done) { print_target_summary(done, o.loop.rate_hz, o.quiet); });
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
