@@ -548,7 +548,7 @@ ReadResult read(std::istream& in, const std::string& name, const std::function<v
   const bool cut_short = sax.syntax_error_ && !sax.damage_ && stop >= size;
   const bool finished = scanning.marker_seen() || sax.end_seen_;
   result.bytes = size;
-  if (ok || (cut_short && !finished)) {
+  if ((ok && !finished) || (cut_short && !finished)) {
     // A recording that did not finish: killed, or still being written.
     result.problem = ok ? "it ends without the summary" : "it is cut short after " + std::to_string(size) + " bytes";
     result.problem += " (the recording did not finish); recovered " + std::to_string(result.records) +
@@ -556,6 +556,7 @@ ReadResult read(std::istream& in, const std::string& name, const std::function<v
     return result;
   }
   std::string what = sax.damage_ ? std::string(sax.damage_->what())
+                     : ok        ? "it has no \"summary\" after its events"
                      : cut_short ? "it ends in the middle of its summary"
                                  : sax.error_text_;
   if (what.rfind(name + ": ", 0) == 0) what.erase(0, name.size() + 2);
