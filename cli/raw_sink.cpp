@@ -63,6 +63,7 @@ void RawFileSink::start(const SessionTarget& t) {
     OutputFile::check_replaceable(f.trace_path);  // now, not after the whole recording
     f.writer = std::make_unique<raw::Writer>(f.raw_path, meta, raw::WriterOptions{.mode = file_mode_});
   } catch (const Error& e) {
+    const std::string partial = f.raw_path + ".partial";
     // Nothing was recorded yet: take back the files of the targets set up before this one.
     for (auto& [id, other] : files_) {
       if (other.writer) other.writer->discard();
@@ -71,7 +72,7 @@ void RawFileSink::start(const SessionTarget& t) {
     if (e.kind() == ErrorKind::kBusy) {
       throw Error(ErrorKind::kBusy, fmt::format("pid {} is already being recorded into {} (another gilspy is "
                                                 "writing {})",
-                                                t.pid, output_dir_, f.raw_path + ".partial"));
+                                                t.pid, output_dir_, partial));
     }
     throw;
   }

@@ -728,9 +728,15 @@ def scenario_output_links(gilspy, python):
                 for v, state in before.items():
                     check(file_state(v) == state, f"{what} (folder mode {mode:o}): {v} was changed through a link")
 
+            removed = set()
+
+            def unplant(name):
+                as_nobody("rm", name)
+                removed.add(name)
+
             def links_intact():
                 for name, victim in victims.items():
-                    if os.path.lexists(name):
+                    if name not in removed:
                         check(os.path.islink(name) and os.readlink(name) == victim, f"{name} was replaced")
 
             # Every name planted: refused at once, in one line naming the link.
@@ -739,7 +745,7 @@ def scenario_output_links(gilspy, python):
             check_victims("record, every name planted")
             links_intact()
             # The .partial freed: the final names are still links, refused before recording anything.
-            as_nobody("rm", names[0])
+            unplant(names[0])
             out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
             one_line_error(out, "symbolic link", f"GIL_{w.pid}_rank_0.")
             check(not os.path.lexists(names[0]), "a refused recording left its .partial")
@@ -748,7 +754,7 @@ def scenario_output_links(gilspy, python):
             # convert's -o: refused while a link is there; with only its old fixed .tmp name planted, it works.
             out = run_gilspy(gilspy, "convert", "-i", good_raw, "-o", names[6])
             one_line_error(out, "symbolic link")
-            as_nobody("rm", names[6])
+            unplant(names[6])
             run_gilspy(gilspy, "convert", "-i", good_raw, "-o", names[6], check_rc=0)
             check(not os.path.islink(names[6]) and os.stat(names[6]).st_mode & 0o777 == 0o600,
                   "convert's output is not a 0600 file of its own")
@@ -756,7 +762,7 @@ def scenario_output_links(gilspy, python):
             check_victims("convert")
             # All links gone but the .tmp ones (no longer used): a recording writes its own files, 0600.
             for name in names[1:3]:
-                as_nobody("rm", name)
+                unplant(name)
             run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d, check_rc=0)
             for path in (base + ".json", base + ".trace.json"):
                 st = os.lstat(path)
