@@ -846,6 +846,55 @@ def scenario_convert_corrupt(gilspy, python):
     check(f"cut short after {len(cut)} bytes" in out.stdout, f"convert of a cut file said {out.stdout!r}")
 
 
+def scenario_disk_full(gilspy, python):
+    """The output folder fills up during a recording: said at once in one line, events wait in memory, are written
+    when there is room again, and the file ends complete. A read-only folder is called read-only."""
+    need_root()
+    d = tempfile.mkdtemp(prefix="gilspy-full-")
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", d], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        print(f"SKIPPED: cannot mount a small tmpfs: {out.stderr.strip()}")
+        sys.exit(77)
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        filler = os.path.join(d, "filler")
+        st = os.statvfs(d)
+        with open(filler, "wb") as f:
+            f.write(b"\0" * (st.f_bavail * st.f_frsize - 8192))
+        err_path = os.path.join(tempfile.mkdtemp(prefix="gilspy-err-"), "stderr")
+        with open(err_path, "w") as err:
+            p = subprocess.Popen([gilspy, "record", "-p", str(w.pid), "-d", "5", "-o", d], stdout=subprocess.PIPE,
+                                 stderr=err, text=True)
+            deadline = time.monotonic() + 4
+            said = ""
+            while time.monotonic() < deadline and "no space left on device" not in said:
+                time.sleep(0.1)
+                said = open(err_path).read()
+            check("no space left on device" in said and said.startswith("gilspy: warning: ") and
+                  said.count("\n") == 1,
+                  f"a full disk was not said at once, in one line: {said!r}")
+            check(p.poll() is None, "gilspy stopped when the disk filled up")
+            os.remove(filler)
+            p.communicate(timeout=60)
+        said = open(err_path).read()
+        check(p.returncode == 0, f"exit {p.returncode} after the disk had room again: {said!r}")
+        check("being written again; no event was lost" in said, f"the recovery was not said: {said!r}")
+        raw = Raw(single_raw(d))
+        check(raw.summary["dropped_events"] == 0, f"dropped_events {raw.summary['dropped_events']}")
+        check(len(raw.holds) > 50, f"only {len(raw.holds)} holds")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+        # Read-only: said so, not "permission denied".
+        subprocess.run(["mount", "-o", "remount,ro", d], check=True)
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+        one_line_error(out, "read-only file system")
+        out = run_gilspy(gilspy, "convert", "-i", single_raw(d), "-o", os.path.join(d, "again.json"))
+        one_line_error(out, "read-only file system")
+    finally:
+        w.kill()
+        subprocess.run(["umount", d])
+
+
 SCENARIOS = {
     "info": scenario_info,
     "info_early": scenario_info_early,
@@ -870,6 +919,7 @@ SCENARIOS = {
     "output_links": scenario_output_links,
     "two_recorders": scenario_two_recorders,
     "convert_corrupt": scenario_convert_corrupt,
+    "disk_full": scenario_disk_full,
 }
 
 if __name__ == "__main__":
