@@ -116,7 +116,16 @@ void RawFileSink::finish(const SessionEnd& end) {
     fig.dropped_events += f.writer->lost_records();
     f.summary.set_end(end.end_ns);
     try {
-      f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
+      try {
+        f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
+      } catch (const Error&) {
+        if (f.writer->lost_records() != 0) {
+          fmt::print(stderr, "gilspy: warning: {} events of {} were lost (memory bound reached while the disk "
+                             "refused writes)\n",
+                     f.writer->lost_records(), f.writer->partial_path());
+        }
+        throw;
+      }
       if (f.writer->lost_records() != 0) {
         fmt::print(stderr,
                    "gilspy: warning: {} lacks {} events that could not be written (the disk refused them and the "
