@@ -114,7 +114,9 @@ void mutate_once(Rng& rng, std::string& s) {
         const size_t summary = s.find("\"summary\":");
         if (summary != std::string::npos) where = summary + 10;
       }
-      const size_t depth = 1 + pick(rng, 60000);
+      // Mostly shallow (cheap, so that many run), sometimes far past any stack (the crash this guards against).
+      const size_t roll = pick(rng, 10);
+      const size_t depth = 1 + pick(rng, roll < 5 ? 200 : roll < 9 ? 5000 : 60000);
       std::string deep;
       if (pick(rng, 2) == 0) {
         deep = std::string(depth, '[');
