@@ -76,8 +76,8 @@ Runner add_convert_command(CLI::App& app) {
       "Python version), each Python thread a lane with hold_gil and take_gil slices and drop_gil marks, plus\n"
       "a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
       "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
-      "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (one that was\n"
-      "finished, or that fails to parse before its end) is refused with the byte offset of the damage, unless\n"
+      "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but not\n"
+      "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
       "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
       "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only if\n"
       "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.");

@@ -561,7 +561,7 @@ ReadResult read(std::istream& in, const std::string& name, const std::function<v
                                  : sax.error_text_;
   if (what.rfind(name + ": ", 0) == 0) what.erase(0, name.size() + 2);
   const std::string where = "at byte offset " + std::to_string(stop) + " of " + std::to_string(size);
-  const std::string why = finished ? " (the file has its end marker: it was finished, then damaged)" : "";
+  const std::string why = finished ? " (it has its end marker: damaged, not merely unfinished)" : "";
   if (!options.salvage) {
     throw Error(ErrorKind::kCorrupt, name + " is corrupt " + where + ": " + what + why + "; the " +
                                          std::to_string(result.records) + " events before it can be salvaged");
