@@ -143,7 +143,7 @@ OutputFile OutputFile::temporary(const std::string& final_path, mode_t mode) {
   OutputFile f;
   f.dir_ = p.dir;
   f.final_name_ = p.name;
-  f.path_ = final_path + ".tmp";
+  f.path_ = final_path;  // for messages while it is unnamed: the name it is being written for
   f.dir_fd_ = open_dir(p.dir, final_path);
   if (const std::string why = why_not_replaceable(f.dir_fd_, p.name); !why.empty()) {
     throw Error(ErrorKind::kIo, refusal(final_path, why));

@@ -70,7 +70,7 @@ class OutputFile {
   // Closes and removes the file (whatever name it has now).
   void discard() noexcept;
 
-  // Where the file is now: its name in the folder, or "<final>.tmp" style text for messages while unnamed.
+  // Where the file is now, for messages: its name in the folder, or while unnamed the final name it is for.
   const std::string& path() const { return path_; }
 
  private:

@@ -851,7 +851,7 @@ def scenario_disk_full(gilspy, python):
     when there is room again, and the file ends complete. A read-only folder is called read-only."""
     need_root()
     d = tempfile.mkdtemp(prefix="gilspy-full-")
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", d], capture_output=True,
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", d], capture_output=True,
                          text=True)
     if out.returncode != 0:
         print(f"SKIPPED: cannot mount a small tmpfs: {out.stderr.strip()}")
