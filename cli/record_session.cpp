@@ -64,7 +64,7 @@ int run_record(const RecordOptions& o) {
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;
-  RawFileSink files(o.output_dir, !o.no_trace, [&](const FinishedTarget& done) {
+  RawFileSink files(o.output_dir, !o.no_trace, o.file_mode, [&](const FinishedTarget& done) {
     if (stdout_gone) return;
     try {
       print_target_summary(done, o.loop.rate_hz, o.quiet);

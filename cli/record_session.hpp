@@ -15,6 +15,7 @@ struct RecordOptions {
   std::vector<std::string> command;  // launch mode
   sampler::PollLoopOptions loop;     // how to poll (target_options.hpp) and for how long (duration_s)
   std::string output_dir;
+  mode_t file_mode = 0600;  // of the files written (base/output_file.hpp)
   bool no_trace = false;
   bool quiet = false;
   bool status = true;  // live status line when stderr is a terminal

@@ -158,7 +158,7 @@ int run_top(const TopOptions& o) {
   std::vector<std::string> files_written;
   std::optional<RawFileSink> files;
   if (!o.output_dir.empty()) {
-    files.emplace(o.output_dir, true, [&](const FinishedTarget& done) {
+    files.emplace(o.output_dir, true, kDefaultOutputMode, [&](const FinishedTarget& done) {
       files_written.push_back(fmt::format("gilspy: pid {}: raw data {}, trace {}", done.target.pid,
                                           done.raw_path, done.trace_path));
     });

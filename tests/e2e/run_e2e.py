@@ -831,6 +831,228 @@ def scenario_top_target_exits(gilspy, python):
         w.kill()
 
 
+# --- hardening: shared output folders, concurrent recorders, corrupt input, a full disk -----------------------
+
+NOBODY = 65534
+
+
+def need_root():
+    if os.geteuid() != 0:
+        print("SKIPPED: this scenario runs gilspy as root against another user's planted files")
+        sys.exit(77)
+
+
+def as_nobody(*cmd):
+    out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise Failure(f"as uid {NOBODY}: {' '.join(cmd)}: {out.stderr.strip()}")
+
+
+def file_state(path):
+    st = os.stat(path)
+    return (open(path, "rb").read(), st.st_mtime_ns, st.st_mode, st.st_uid)
+
+
+def scenario_output_links(gilspy, python):
+    """Root records with -o in a folder another user can write to, where that user planted links at every name
+    gilspy may use: the links' targets stay untouched; gilspy writes its files or fails with one clear line."""
+    need_root()
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        victims_dir = tempfile.mkdtemp(prefix="gilspy-victims-")
+        good_dir = tempfile.mkdtemp(prefix="gilspy-rec-")
+        run_gilspy(gilspy, "record", "--no-trace", "-p", w.pid, "-d", 0.5, "-o", good_dir, check_rc=0)
+        good_raw = single_raw(good_dir)
+        # Sticky like /tmp (the kernel's protected_symlinks also guards it), and merely world-writable (it does not).
+        for mode in (0o1777, 0o777):
+            d = tempfile.mkdtemp(prefix="gilspy-shared-")
+            os.chmod(d, mode)
+            base = os.path.join(d, f"GIL_{w.pid}_rank_0")
+            names = [base + ".json.partial", base + ".json", base + ".trace.json", base + ".json.tmp",
+                     base + ".trace.json.tmp", base + ".json.partial.tmp", os.path.join(d, "out.trace.json"),
+                     os.path.join(d, "out.trace.json.tmp")]
+            victims = {}
+            for i, name in enumerate(names):
+                victim = os.path.join(victims_dir, f"victim{mode:o}_{i}")
+                with open(victim, "w") as f:
+                    f.write(f"precious {i}\n")
+                os.chmod(victim, 0o644)
+                victims[name] = victim
+                as_nobody("ln", "-s", victim, name)
+            before = {v: file_state(v) for v in victims.values()}
+
+            def check_victims(what):
+                for v, state in before.items():
+                    check(file_state(v) == state, f"{what} (folder mode {mode:o}): {v} was changed through a link")
+
+            removed = set()
+
+            def unplant(name):
+                as_nobody("rm", name)
+                removed.add(name)
+
+            def links_intact():
+                for name, victim in victims.items():
+                    if name not in removed:
+                        check(os.path.islink(name) and os.readlink(name) == victim, f"{name} was replaced")
+
+            # Every name planted: refused at once, in one line naming the link.
+            out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+            one_line_error(out, "symbolic link")
+            check_victims("record, every name planted")
+            links_intact()
+            # The .partial freed: the final names are still links, refused before recording anything.
+            unplant(names[0])
+            out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+            one_line_error(out, "symbolic link", f"GIL_{w.pid}_rank_0.")
+            check(not os.path.lexists(names[0]), "a refused recording left its .partial")
+            check_victims("record, final names planted")
+            links_intact()
+            # convert's -o: refused while a link is there; with only its old fixed .tmp name planted, it works.
+            out = run_gilspy(gilspy, "convert", "-i", good_raw, "-o", names[6])
+            one_line_error(out, "symbolic link")
+            unplant(names[6])
+            run_gilspy(gilspy, "convert", "-i", good_raw, "-o", names[6], check_rc=0)
+            check(not os.path.islink(names[6]) and os.stat(names[6]).st_mode & 0o777 == 0o600,
+                  "convert's output is not a 0600 file of its own")
+            json.load(open(names[6]))
+            check_victims("convert")
+            # All links gone but the .tmp ones (no longer used): a recording writes its own files, 0600.
+            for name in names[1:3]:
+                unplant(name)
+            run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d, check_rc=0)
+            for path in (base + ".json", base + ".trace.json"):
+                st = os.lstat(path)
+                check(not os.path.islink(path) and st.st_uid == 0 and st.st_mode & 0o777 == 0o600,
+                      f"{path}: not a root-owned 0600 file (mode {st.st_mode:o}, uid {st.st_uid})")
+            raw = Raw(base + ".json")
+            check_trace(base + ".trace.json", raw)
+            check_victims("record into the cleaned folder")
+            links_intact()
+            left = sorted(os.listdir(d))
+            check(not any(n.endswith(".partial") for n in left), f"a .partial was left: {left}")
+    finally:
+        w.kill()
+
+
+def scenario_two_recorders(gilspy, python):
+    """Two recorders started together on one pid and folder: one records, the other refuses in one line; every
+    file left parses and no .partial remains."""
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        for attempt in range(3):
+            d = tempfile.mkdtemp(prefix="gilspy-rec-")
+            args = [gilspy, "record", "-p", str(w.pid), "-d", "2", "-o", d]
+            procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for _ in range(2)]
+            results = [(p.wait(timeout=60), *p.communicate()) for p in procs]
+            codes = sorted(rc for rc, _, _ in results)
+            check(codes == [0, 1], f"attempt {attempt}: exit codes {codes}, expected one 0 and one 1: {results}")
+            refused = [r for r in results if r[0] == 1][0]
+            err = refused[2].strip()
+            check(err.count("\n") == 0 and err.startswith("gilspy: error: ") and
+                  f"pid {w.pid} is already being recorded into {d}" in err,
+                  f"attempt {attempt}: the refused recorder should say why in one line, said {err!r}")
+            left = sorted(os.listdir(d))
+            check(not any(n.endswith(".partial") or n.endswith(".tmp") for n in left),
+                  f"attempt {attempt}: left {left}")
+            check(len(left) == 2, f"attempt {attempt}: expected one raw file and one trace, found {left}")
+            raw = Raw(single_raw(d))
+            check(raw.summary["stop_reason"] == "duration", f"stop reason {raw.summary['stop_reason']}")
+            check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        w.kill()
+
+
+def scenario_convert_corrupt(gilspy, python):
+    """A finished raw file with one bad byte in the middle is refused as corrupt (offset given, nothing written);
+    --salvage converts what precedes the damage and says how much; a cut file is still recovered."""
+    d = tempfile.mkdtemp(prefix="gilspy-bad-")
+    good_dir = tempfile.mkdtemp(prefix="gilspy-rec-")
+    run_gilspy(gilspy, "record", "--no-trace", "-o", good_dir, "--", python,
+               os.path.join(WORKLOADS, "cpu_threads.py"), 1, 2, env=workload_env(), check_rc=0)
+    good = open(single_raw(good_dir), "rb").read()
+    lines = good.count(b"\n")
+    check(lines > 100, f"only {lines} lines recorded")
+    at = good.index(b"\n[", len(good) // 2) + 1
+    bad = good[:at] + b"#" + good[at + 1:]
+    path = os.path.join(d, "bad.json")
+    open(path, "wb").write(bad)
+    out_path = os.path.join(d, "out.json")
+    out = run_gilspy(gilspy, "convert", "-i", path, "-o", out_path)
+    one_line_error(out, "bad.json", "corrupt", f"byte offset {at} of {len(bad)}", "--salvage")
+    check(os.listdir(d) == ["bad.json"], f"a refused conversion left {os.listdir(d)}")
+    out = run_gilspy(gilspy, "convert", "--salvage", "-i", path, "-o", out_path, check_rc=0)
+    check("corrupt" in out.stderr and f"byte offset {at}" in out.stderr and "salvaged" in out.stderr,
+          f"--salvage did not say what it did: {out.stderr!r}")
+    doc = json.load(open(out_path))
+    holds = sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "hold_gil")
+    all_holds = good.count(b'["H"')
+    check(0 < holds < all_holds, f"{holds} holds salvaged from a file with {all_holds}")
+    # Deep nesting in the summary: refused, no crash, nothing left.
+    deep = good.replace(b'"summary":', b'"summary":' + b"[" * 60000)
+    open(path, "wb").write(deep)
+    os.remove(out_path)
+    out = run_gilspy(gilspy, "convert", "-i", path, "-o", out_path)
+    one_line_error(out, "nested")
+    check(os.listdir(d) == ["bad.json"], f"deep nesting left {os.listdir(d)}")
+    # A cut (a killed recording) is not corruption: recovered, exit 0, and the offset is the file's length.
+    cut = good[:good.index(b'["F"]') - 10]
+    open(path, "wb").write(cut)
+    out = run_gilspy(gilspy, "convert", "-i", path, "-o", out_path, check_rc=0)
+    check(f"cut short after {len(cut)} bytes" in out.stdout, f"convert of a cut file said {out.stdout!r}")
+
+
+def scenario_disk_full(gilspy, python):
+    """The output folder fills up during a recording: said at once in one line, events wait in memory, are written
+    when there is room again, and the file ends complete. A read-only folder is called read-only."""
+    need_root()
+    d = tempfile.mkdtemp(prefix="gilspy-full-")
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", d], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        print(f"SKIPPED: cannot mount a small tmpfs: {out.stderr.strip()}")
+        sys.exit(77)
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        filler = os.path.join(d, "filler")
+        st = os.statvfs(d)
+        with open(filler, "wb") as f:
+            f.write(b"\0" * (st.f_bavail * st.f_frsize - 8192))
+        err_path = os.path.join(tempfile.mkdtemp(prefix="gilspy-err-"), "stderr")
+        with open(err_path, "w") as err:
+            p = subprocess.Popen([gilspy, "record", "-p", str(w.pid), "-d", "5", "-o", d], stdout=subprocess.PIPE,
+                                 stderr=err, text=True)
+            deadline = time.monotonic() + 4
+            said = ""
+            while time.monotonic() < deadline and "no space left on device" not in said:
+                time.sleep(0.1)
+                said = open(err_path).read()
+            check("no space left on device" in said and said.startswith("gilspy: warning: ") and
+                  said.count("\n") == 1,
+                  f"a full disk was not said at once, in one line: {said!r}")
+            check(p.poll() is None, "gilspy stopped when the disk filled up")
+            os.remove(filler)
+            p.communicate(timeout=60)
+        said = open(err_path).read()
+        check(p.returncode == 0, f"exit {p.returncode} after the disk had room again: {said!r}")
+        check("being written again; no event was lost" in said, f"the recovery was not said: {said!r}")
+        raw = Raw(single_raw(d))
+        check(raw.summary["dropped_events"] == 0, f"dropped_events {raw.summary['dropped_events']}")
+        check(len(raw.holds) > 50, f"only {len(raw.holds)} holds")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+        # Read-only: said so, not "permission denied".
+        subprocess.run(["mount", "-o", "remount,ro", d], check=True)
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+        one_line_error(out, "read-only file system")
+        out = run_gilspy(gilspy, "convert", "-i", single_raw(d), "-o", os.path.join(d, "again.json"))
+        one_line_error(out, "read-only file system")
+    finally:
+        w.kill()
+        subprocess.run(["umount", d])
+
+
 SCENARIOS = {
     "info": scenario_info,
     "info_early": scenario_info_early,
@@ -856,6 +1078,10 @@ SCENARIOS = {
     "top_batch": scenario_top_batch,
     "top_interactive": scenario_top_interactive,
     "top_target_exits": scenario_top_target_exits,
+    "output_links": scenario_output_links,
+    "two_recorders": scenario_two_recorders,
+    "convert_corrupt": scenario_convert_corrupt,
+    "disk_full": scenario_disk_full,
 }
 
 if __name__ == "__main__":
