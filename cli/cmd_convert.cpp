@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "convert/chrome_trace.hpp"
 #include "base/error.hpp"
+#include "base/terminal_text.hpp"
 
 namespace gilspy::cli {
 namespace {
@@ -29,21 +30,22 @@ int run_convert(const ConvertOptions& o) {
   const convert::ConvertReport report = convert::convert_to_chrome_trace(o.inputs, output);
   for (const auto& in : report.inputs) {
     const auto& m = in.meta;
-    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", in.path, m.pid, m.rank,
-                                   m.python_version, in.records);
+    // The file's text came from a target (or anyone who wrote the file): escaped on the way to the terminal.
+    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", escape_for_terminal(in.path), m.pid,
+                                   m.rank, escape_for_terminal(m.python_version), in.records);
     if (in.trace_pid != m.pid)
       line += fmt::format(" (shown as pid {}: an earlier input has pid {})", in.trace_pid, m.pid);
-    if (!in.complete) line += fmt::format(" (recovered: {})", in.problem);
+    if (!in.complete) line += fmt::format(" (recovered: {})", escape_for_terminal(in.problem));
     fmt::print("{}\n", line);
   }
-  fmt::print("wrote {} ({} events)\n", report.output, report.events_written);
+  fmt::print("wrote {} ({} events)\n", escape_for_terminal(report.output), report.events_written);
   std::fflush(stdout);
   for (const auto& in : report.inputs) {
     if (in.complete) continue;
     fmt::print(
         stderr,
         "gilspy: warning: {} is an unfinished recording; recovered and converted its {} complete events{}\n",
-        in.path, in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
+        escape_for_terminal(in.path), in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
   }
   return 0;
 }

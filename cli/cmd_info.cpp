@@ -114,12 +114,12 @@ Runner add_info_command(CLI::App& app) {
   cmd->footer("Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
               "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
               "the thread is doing. --json prints the same as one JSON object.");
-  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number());
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
   cmd->add_option("--wait", opts->wait_s,
                   "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
       ->default_val(2.0)
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   return [opts] { return run_info(*opts); };
 }
 

@@ -29,14 +29,19 @@ Runner add_record_command(CLI::App& app) {
   add_target_options(*cmd, *targets, "record");
   cmd->add_option("-d,--duration", opts->loop.duration_s,
                   "Seconds to record (default: until Ctrl+C or every target has exited)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)");
   cmd->add_flag("--no-trace", opts->no_trace, "Write only the raw file, not the Chrome trace");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only where the files went, no summary table");
+  auto thread_rows = std::make_shared<std::string>("20");
+  cmd->add_option("--threads", *thread_rows,
+                  "Threads in the end summary's table: the N busiest (hold + wait), or 'all' (default: 20)")
+      ->option_text("N|all");
   auto no_status = std::make_shared<bool>(false);
   cmd->add_flag("--no-status", *no_status, "No live status line on the terminal");
-  return [opts, targets, no_status] {
+  return [opts, targets, no_status, thread_rows] {
+    opts->summary_threads = parse_thread_rows(*thread_rows);
     opts->pids = targets->pids();
     opts->command = targets->command;
     const double duration_s = opts->loop.duration_s;

@@ -16,4 +16,12 @@ Runner add_top_command(CLI::App& app);
 // "1234" or "1234,1235" -> pids; throws Error(kUsage).
 std::vector<int> parse_pid_list(const std::string& text);
 
+// Option checks whose messages name the rule, not CLI11's numeric range ("not in range 0 to 1.79769e+308",
+// written out in full as 300 digits).
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+
+// --threads of record: "all" -> 0 (every thread), "N" -> N > 0; throws Error(kUsage).
+size_t parse_thread_rows(const std::string& text);
+
 }  // namespace gilspy::cli

@@ -50,7 +50,10 @@ int run_record(const RecordOptions& o) {
        .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s});
   RawFileSink files(o.output_dir, !o.no_trace,
-                    [&](const FinishedTarget& done) { print_target_summary(done, o.loop.rate_hz, o.quiet); });
+                    [&](const FinishedTarget& done) {
+                      print_target_summary(
+                          done, {.rate_asked = o.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
+                    });
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);

@@ -17,6 +17,7 @@ struct RecordOptions {
   std::string output_dir;
   bool no_trace = false;
   bool quiet = false;
+  size_t summary_threads = 20;  // rows of the end summary's thread table; 0: every thread
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;
 };

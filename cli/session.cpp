@@ -254,6 +254,7 @@ SessionOutcome Session::run() {
     fig.late = lc.late.load();
     fig.missed = lc.missed.load();
     fig.max_lateness_ns = lc.max_lateness_ns.load();
+    fig.p99_lateness_ns = lc.lateness.quantile_ns(0.99);
     fig.poller_scheduling = sampler::to_string(lc.scheduling.load());
     fig.poll_mode = m.options.loop.busy ? "busy" : m.options.loop.adaptive ? "adaptive" : "fixed";
     fig.dense_polls = lc.dense_polls.load();

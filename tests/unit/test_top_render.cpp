@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/top/top_render.hpp"
 
 namespace top = gilspy::top;
