@@ -57,9 +57,9 @@ Runner add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
   cmd->footer(
       "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
-      "file for Perfetto (ui.perfetto.dev) or chrome://tracing. Each input becomes a process (pid, rank,\n"
-      "Python version), each Python thread a lane with hold_gil and take_gil slices and drop_gil marks, plus\n"
-      "a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
+      "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio Insight.\n"
+      "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil and\n"
+      "take_gil slices and drop_gil marks, plus a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
       "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
       "(.partial, or cut short) is converted as far as it goes, and said so.");
   cmd->add_option("-i,--input", opts->inputs,

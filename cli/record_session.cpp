@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "cli/child_watch.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
 #include "cli/record_summary.hpp"
@@ -57,9 +58,18 @@ int run_record(const RecordOptions& o) {
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);
+  ChildWatchSink children;
+  session.add_sink(children);
 
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
-  const ExitDecision exit = exit_policy(session.run(), o.loop.duration_s);
+  const SessionOutcome outcome = session.run();
+  std::vector<pid_t> recorded;
+  for (const SessionTarget* t : session.targets()) recorded.push_back(t->pid);
+  if (const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched);
+      !note.empty()) {
+    fmt::print(stderr, "{}\n", note);
+  }
+  const ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
   if (!exit.message.empty()) fmt::print(stderr, "gilspy: {}\n", exit.message);
   return exit.code;
 }

@@ -44,6 +44,7 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
 std::vector<int> TargetArgs::pids() const {
   std::vector<int> out;
   if (!pid_text.empty()) out = parse_pid_list(pid_text);
+  for (const int pid : out) require_process_id(pid);
   if (out.empty() == command.empty()) {
     throw Error(ErrorKind::kUsage,
                 "give either -p PID[,PID...] or a program to launch after --, not both or "
