@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <string_view>
 
 namespace gilspy {
 

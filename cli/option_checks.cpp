@@ -1,5 +1,6 @@
 // Checks of numeric options, with messages a user can act on.
 #include <charconv>
+#include <cmath>
 
 #include "base/error.hpp"
 #include "cli/commands.hpp"
@@ -13,7 +14,7 @@ CLI::Validator number_check(bool zero_allowed) {
       [zero_allowed](std::string& text) -> std::string {
         double value = 0;
         const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        const bool number = ec == std::errc() && ptr == text.data() + text.size() && value == value;  // not NaN
+        const bool number = ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(value);
         if (number && (value > 0 || (zero_allowed && value == 0))) return "";
         return "'" + text + "' is not a " + (zero_allowed ? "non-negative" : "positive") + " number";
       },

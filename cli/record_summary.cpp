@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kLateShareForAdvice = 0.10;  // past this, the intervals' edges are blurred often enough to say so
 constexpr uint64_t kMinTicksForAdvice = 100;  // a handful of wake-ups says nothing about the machine
-constexpr size_t kNameColumns = 28;
+constexpr size_t kNameColumns = 30;
 
 std::string ms(int64_t ns) { return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6); }
 
@@ -82,8 +82,8 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
   const SummaryTable table = build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads);
   if (table.rest_threads > 0) {
     fmt::format_to(std::back_inserter(out),
-                   "  threads, busiest (hold + wait) first: {} of {} rows shown (--threads all for every thread)\n",
-                   table.rows.size(), table.rows.size() + table.rest_threads);
+                   "  threads, busiest (hold + wait) first: {} rows for {} threads (--threads all for every thread)\n",
+                   table.rows.size(), table.total_threads);
   } else {
     out += "  threads, busiest (hold + wait) first:\n";
   }

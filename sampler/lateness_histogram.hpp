@@ -47,7 +47,7 @@ class LatenessHistogram {
   static int bucket_of(int64_t ns) {
     if (ns <= 0) return 0;
     const auto v = static_cast<uint64_t>(ns);
-    const int log2 = std::bit_width(v) - 1;
+    const int log2 = static_cast<int>(std::bit_width(v)) - 1;
     if (log2 < kSubBits) return static_cast<int>(v);  // 1..7 exactly
     if (log2 > kMaxLog2) return kBuckets - 1;
     const auto sub = static_cast<int>((v >> (log2 - kSubBits)) & ((1u << kSubBits) - 1));

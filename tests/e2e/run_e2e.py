@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
                      check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
 
@@ -695,6 +696,8 @@ SCENARIOS = {
     "top_interactive": scenario_top_interactive,
     "top_target_exits": scenario_top_target_exits,
 }
+
+SCENARIOS.update(scenarios_summary.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)
