@@ -55,8 +55,8 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
   const uint64_t ticks = loop.ticks > 0 ? loop.ticks : polls;
   const double late_share = ticks > 0 ? static_cast<double>(loop.late) / static_cast<double>(ticks) : 0.0;
   fmt::format_to(std::back_inserter(out),
-                 "  late polls: {} of {} wake-ups ({:.1f} %) came more than a fifth of their step after the deadline;"
-                 " lateness p99 {}, max {}; {} deadlines missed (a poll ran over a whole step)\n",
+                 "  late polls: {} of {} wake-ups ({:.1f} %), late = more than a fifth of a step after the deadline\n"
+                 "    lateness p99 {}, max {}; {} deadlines missed (a poll ran over a whole step)\n",
                  loop.late, ticks, 100 * late_share, span(loop.p99_lateness_ns), span(loop.max_lateness_ns),
                  loop.missed);
   if (ticks >= kMinTicksForAdvice && late_share >= kLateShareForAdvice) {
@@ -71,8 +71,8 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
       advice = "free a CPU (fewer busy threads or processes than CPUs)";
     }
     fmt::format_to(std::back_inserter(out),
-                   "  note: this machine could not keep the poll rate: interval edges are off by up to the p99 "
-                   "lateness; {}\n",
+                   "  note: this machine did not keep the poll rate (interval edges off by up to the p99 lateness):\n"
+                   "    {}\n",
                    advice);
   }
 }
@@ -105,9 +105,11 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
                    pct(static_cast<double>(table.rest_wait_ns), duration));
   }
   if (table.grouped) {
-    out += "  [N] NAME: N threads that each lived less than half the recording, names alike (* = any number)\n";
+    out += "  [N] NAME: N threads that each lived less than half the recording, with names alike (* = any number)\n";
   }
-  out += "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording (a group: of their lifetimes)\n";
+  out += table.grouped ? "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording (a group: of its "
+                         "threads' lifetimes)\n"
+                       : "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording\n";
 }
 
 }  // namespace
@@ -121,7 +123,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
   fmt::format_to(std::back_inserter(out), "  raw data: {}\n", escape_for_terminal(in.raw_path));
   if (!in.trace_path.empty()) {
     fmt::format_to(std::back_inserter(out),
-                   "  trace:    {}  (open in Chrome DevTools: Performance, Load profile; https://ui.perfetto.dev; "
+                   "  trace:    {}  (Chrome DevTools > Performance > Load profile, ui.perfetto.dev, "
                    "MindStudio Insight)\n",
                    escape_for_terminal(in.trace_path));
   }

@@ -437,6 +437,16 @@ def scenario_python_api(gilspy, python):
         check(raw.thread(tid)["holds"] > 10, f"CPU thread {tid}: only {raw.thread(tid)['holds']} holds recorded")
     assert_no_overlapping_holds(raw)
     check_trace(info["files"]["trace"], raw)
+    # stop() returns the figures too: the raw file's summary.
+    check(info["files"]["summary"] == raw.summary, "stop()'s summary is not the raw file's")
+    # A bad output_dir is the API's own error, not a bare OSError.
+    bad = subprocess.run([python, "-c", "import gilspy\ntry:\n    gilspy.gil_trace_record_start(output_dir='/dev/null/x')\n"
+                          "except gilspy.GilspyError as e:\n    print('GilspyError:', e)\n"],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, GILSPY_BIN=gilspy,
+                                  PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(WORKLOADS)), "python")))
+    check(bad.returncode == 0 and bad.stdout.startswith("GilspyError: cannot use /dev/null/x"),
+          f"bad output_dir: {bad.returncode} {bad.stdout!r} {bad.stderr!r}")
 
 
 # --- issue 7: gilspy top -------------------------------------------------------------------------------------
