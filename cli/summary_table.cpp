@@ -28,7 +28,6 @@ SummaryRow row_of(const raw::ThreadSummary& t) {
 }
 
 void merge_into(SummaryRow& group, const SummaryRow& r) {
-  if (r.hold_ns + r.wait_ns > group.hold_ns + group.wait_ns || group.threads == 0) group.tid = r.tid;
   group.threads += r.threads;
   group.life_ns += r.life_ns;
   group.hold_ns += r.hold_ns;
@@ -89,6 +88,7 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
       group.threads = 0;
       group.name = pattern;
       for (const auto& r : members) merge_into(group, r);
+      group.tid = std::min_element(members.begin(), members.end(), busier)->tid;
       rows.push_back(std::move(group));
       table.grouped = true;
     }
