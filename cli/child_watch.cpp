@@ -66,8 +66,9 @@ std::string unrecorded_children_note(const std::vector<pid_t>& recorded, const s
   for (const pid_t pid : recorded) all += std::to_string(pid) + ",";
   const std::string more =
       unrecorded.size() > kMaxListed ? fmt::format(" and {} more", unrecorded.size() - kMaxListed) : "";
-  return fmt::format("gilspy: note: child Python process{} {}{} {} not recorded; {}", unrecorded.size() == 1 ? "" : "es",
-                     children, more, unrecorded.size() == 1 ? "was" : "were",
+  return fmt::format("gilspy: note: child Python process{} {}{} {} not recorded; {}",
+                     unrecorded.size() == 1 ? "" : "es", children, more,
+                     unrecorded.size() == 1 ? "was" : "were",
                      launch_mode ? "record them with 'gilspy record -p " + children + "' while they run"
                                  : "'-p " + all + children + "' records them too");
 }

@@ -16,8 +16,8 @@ namespace gilspy::cli {
 // libpython mapped.
 std::vector<pid_t> python_descendants(const std::vector<pid_t>& roots);
 
-// "" when `unrecorded` is empty; else one line naming them and the -p that records them with `recorded` (launch
-// mode cannot add -p to the command: it says to record them on their own while they run).
+// "" when `unrecorded` is empty; else one line naming them and the -p that records them with `recorded`
+// (launch mode cannot add -p to the command: it says to record them on their own while they run).
 std::string unrecorded_children_note(const std::vector<pid_t>& recorded, const std::set<pid_t>& unrecorded,
                                      bool launch_mode);
 

@@ -23,8 +23,12 @@ CLI::Validator number_check(bool zero_allowed) {
 
 }  // namespace
 
-CLI::Validator positive_number() { return number_check(false); }
-CLI::Validator non_negative_number() { return number_check(true); }
+CLI::Validator positive_number() {
+  return number_check(false);
+}
+CLI::Validator non_negative_number() {
+  return number_check(true);
+}
 
 size_t parse_thread_rows(const std::string& text) {
   if (text == "all") return 0;

@@ -12,8 +12,8 @@ namespace gilspy::cli {
 
 struct SummaryOptions {
   double rate_asked = 0;
-  bool quiet = false;         // only where the files went
-  size_t max_threads = 20;    // rows in the thread table; 0: every thread (--threads all)
+  bool quiet = false;       // only where the files went
+  size_t max_threads = 20;  // rows in the thread table; 0: every thread (--threads all)
 };
 
 // One target's figures as the summary needs them (a FinishedTarget without the session).

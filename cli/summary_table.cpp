@@ -45,8 +45,12 @@ bool busier(const SummaryRow& a, const SummaryRow& b) {
 
 }  // namespace
 
-double SummaryRow::hold_share() const { return share(hold_ns, life_ns); }
-double SummaryRow::wait_share() const { return share(wait_ns, life_ns); }
+double SummaryRow::hold_share() const {
+  return share(hold_ns, life_ns);
+}
+double SummaryRow::wait_share() const {
+  return share(wait_ns, life_ns);
+}
 
 std::string name_pattern(const std::string& name) {
   std::string out;
@@ -99,6 +103,7 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
       table.rest_threads += it->threads;
       table.rest_hold_ns += it->hold_ns;
       table.rest_wait_ns += it->wait_ns;
+      table.rest_life_ns += it->life_ns;
     }
     rows.resize(max_rows);
     table.grouped = std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.threads > 1; });

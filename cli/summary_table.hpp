@@ -13,10 +13,10 @@
 namespace gilspy::cli {
 
 struct SummaryRow {
-  int64_t tid = 0;       // a group: its busiest member's
-  std::string name;      // target text (escape before printing); a group: the name pattern ("thread * (w-*)")
-  size_t threads = 1;    // > 1: a group of short-lived threads
-  int64_t life_ns = 0;   // summed over a group's members
+  int64_t tid = 0;      // a group: its busiest member's
+  std::string name;     // target text (escape before printing); a group: the name pattern ("thread * (w-*)")
+  size_t threads = 1;   // > 1: a group of short-lived threads
+  int64_t life_ns = 0;  // summed over a group's members
   int64_t hold_ns = 0, wait_ns = 0;
   uint64_t holds = 0;
   int64_t longest_hold_ns = 0, longest_wait_ns = 0;
@@ -29,7 +29,8 @@ struct SummaryTable {
   size_t total_threads = 0;      // every thread seen
   size_t rest_threads = 0;       // threads in no row
   int64_t rest_hold_ns = 0, rest_wait_ns = 0;
-  bool grouped = false;          // some row is a group
+  int64_t rest_life_ns = 0;  // their lifetimes summed: the rest line's shares are of this, like a row's
+  bool grouped = false;      // some row is a group
 };
 
 // A digit run becomes '*': "thread 4711 (worker-3)" -> "thread * (worker-*)".

@@ -48,7 +48,7 @@ def scenario_summary_many_threads(gilspy, python):
         raw = Raw(single_raw(d))
         threads = len(raw.summary["threads"])
         check(threads == 301, f"the raw summary has {threads} threads, expected 301")
-        rest = re.search(r"\+ (\d+) more threads: hold (\d+\.\d) %, wait (\d+\.\d) % of the recording", out.stdout)
+        rest = re.search(r"\+ (\d+) more threads: (\d+\.\d) % hold, (\d+\.\d) % wait \(of their lifetimes", out.stdout)
         check(rest and int(rest.group(1)) == threads - 20, f"no or a wrong rest line:\n{out.stdout}")
         check(re.search(r"late polls: \d+ of \d+ wake-ups \(\d+\.\d %\), late = more than a fifth of a step "
                         r"after the deadline\n    lateness p99 ", out.stdout), f"no late-poll line:\n{out.stdout}")

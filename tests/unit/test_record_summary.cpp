@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli/record_summary.hpp"
 #include "cli/summary_table.hpp"
 #include "raw/summary.hpp"
@@ -45,15 +47,18 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
 TEST_CASE("summary table: busiest (hold + wait) first, the rest summed on one line") {
   std::vector<ThreadSummary> threads;
   // 30 long-lived threads in discovery order, thread i busy for i ms in all.
-  for (int i = 0; i < 30; ++i) threads.push_back(thread(100 + i, "worker " + std::to_string(i), 0, 10 * kSecond,
-                                                        i * 600'000, i * 400'000));
+  for (int i = 0; i < 30; ++i)
+    threads.push_back(
+        thread(100 + i, "worker " + std::to_string(i), 0, 10 * kSecond, i * 600'000, i * 400'000));
   const auto table = build_summary_table(threads, 10 * kSecond, 5);
   REQUIRE(table.rows.size() == 5);
   CHECK(table.total_threads == 30);
@@ -63,6 +68,7 @@ TEST_CASE("summary table: busiest (hold + wait) first, the rest summed on one li
   for (int i = 0; i < 25; ++i) rest_hold += i * 600'000, rest_wait += i * 400'000;
   CHECK(table.rest_hold_ns == rest_hold);
   CHECK(table.rest_wait_ns == rest_wait);
+  CHECK(table.rest_life_ns == 25 * 10 * kSecond);
   CHECK_FALSE(table.grouped);
 
   // --threads all: every thread, sorted, nothing summed.
@@ -153,13 +159,14 @@ Recorded recording(int n, const std::string& name_of_first = "") {
   r.summary.add(gilspy::raw::ThreadStart{.tid = 1, .ts = 0, .tstate = 1, .name = "MainThread"});
   for (int i = 0; i < n; ++i) {
     const int64_t tid = 100 + i;
-    const std::string name = i == 0 && !name_of_first.empty() ? name_of_first : "thread " + std::to_string(tid);
+    const std::string name =
+        i == 0 && !name_of_first.empty() ? name_of_first : "thread " + std::to_string(tid);
     r.summary.add(gilspy::raw::ThreadStart{.tid = tid, .ts = 0, .tstate = 2, .name = name});
     r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 1000, .dur = (i + 1) * 1'000'000});
     r.summary.add(gilspy::raw::ThreadEnd{.tid = tid, .ts = 10 * kSecond});
   }
-  r.summary.add(gilspy::raw::Stats{.ts = 10 * kSecond, .polls = 1000, .late = 0, .missed = 0,
-                                   .handoffs_seen = 90, .handoffs_total = 100});
+  r.summary.add(gilspy::raw::Stats{
+      .ts = 10 * kSecond, .polls = 1000, .late = 0, .missed = 0, .handoffs_seen = 90, .handoffs_total = 100});
   r.summary.set_end(10 * kSecond);
   r.loop.ticks = 1000;
   r.loop.poll_mode = "adaptive";
@@ -176,7 +183,8 @@ std::string summary_text(const Recorded& r, size_t max_threads = 20) {
                                      .trace_path = "./GIL_42_rank_0.trace.json",
                                      .summary = r.summary,
                                      .loop = r.loop};
-  return gilspy::cli::format_target_summary(in, {.rate_asked = 10000, .quiet = false, .max_threads = max_threads});
+  return gilspy::cli::format_target_summary(
+      in, {.rate_asked = 10000, .quiet = false, .max_threads = max_threads});
 }
 
 }  // namespace
@@ -189,7 +197,12 @@ TEST_CASE("record summary: 300 threads fit a screen and name the busiest; --thre
   CHECK(contains(text, "thread 399"));  // the busiest
   CHECK(contains(text, "thread 380"));  // the 20th
   CHECK_FALSE(contains(text, "thread 379 "));
-  CHECK(contains(text, "+ 281 more threads"));  // 279 workers and MainThread
+  // 279 workers and MainThread. Worker i lives 10 s and holds (i + 1) ms; MainThread's life is 0.
+  double rest_hold = 0;
+  for (int i = 0; i < 280; ++i) rest_hold += (i + 1) * 1e6;
+  CHECK(contains(
+      text, fmt::format("+ 281 more threads: {:.1f} % hold, 0.0 % wait (of their lifetimes taken together)",
+                        100 * rest_hold / (280 * 10e9))));
   CHECK(contains(text, "20 rows for 301 threads"));
   // The busiest row comes before the 20th.
   CHECK(text.find("thread 399") < text.find("thread 380"));
@@ -199,14 +212,16 @@ TEST_CASE("record summary: 300 threads fit a screen and name the busiest; --thre
   CHECK_FALSE(contains(all, "more threads"));
 }
 
-TEST_CASE("record summary: late polls defined, with p99 and max, and advice when the machine cannot keep up") {
+TEST_CASE(
+    "record summary: late polls defined, with p99 and max, and advice when the machine cannot keep up") {
   Recorded r = recording(3);
   r.loop.late = 10;
   r.loop.p99_lateness_ns = 84'000;
   r.loop.max_lateness_ns = 2'100'000;
   std::string text = summary_text(r);
-  CHECK(contains(text, "late polls: 10 of 1000 wake-ups (1.0 %), late = more than a fifth of a step after the "
-                       "deadline\n    lateness p99 84 us, max 2.1 ms; 0 deadlines missed"));
+  CHECK(contains(text,
+                 "late polls: 10 of 1000 wake-ups (1.0 %), late = more than a fifth of a step after the "
+                 "deadline\n    lateness p99 84 us, max 2.1 ms; 0 deadlines missed"));
   CHECK_FALSE(contains(text, "did not keep"));
   // Denominators labelled: the GIL's share of the recording, the threads' shares of their lifetimes.
   CHECK(contains(text, "% of the recording (all threads together)"));
