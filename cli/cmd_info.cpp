@@ -62,6 +62,7 @@ int run_info(const InfoOptions& o) {
       const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
       rows.push_back({{"tid", t.tid}, {"tstate", hex(t.tstate)}, {"main", t.tid == o.pid}, {"state", state},
                       {"task", sampler::to_string(task)}, {"comm", thread_comm(o.pid, t.tid)}});
+      if (walker.in_other_pid_namespace()) rows.back()["ns_tid"] = t.ns_tid;  // the container's own id
     }
     reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
     const auto after = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
@@ -86,6 +87,7 @@ int run_info(const InfoOptions& o) {
                       {"switch_number", g.switch_number},
                       {"waiters", g.waiters},
                       {"threads_truncated", truncated},
+                      {"other_pid_namespace", walker.in_other_pid_namespace()},
                       {"consistent_snapshot", consistent},
                       {"threads", rows}};
   if (o.json) {

@@ -27,7 +27,9 @@ Runner add_record_command(CLI::App& app) {
       "exit when no duration was given); in launch mode the program's own exit status; 1 on errors and when "
       "a\n"
       "target exited before the duration; 128+N when signal N cut a timed recording short; 2 for wrong\n"
-      "arguments. The files are complete and valid in every case.");
+      "arguments. The files are complete and valid in every case: SIGHUP (a closed terminal or ssh session),\n"
+      "SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM end a recording like SIGTERM; a closed stdout (| head) only ends\n"
+      "the printing. Only SIGKILL leaves .partial files, which 'gilspy convert' still reads.");
   add_target_options(*cmd, *targets, "record");
   cmd->add_option("-d,--duration", opts->loop.duration_s,
                   "Seconds to record (default: until Ctrl+C or every target has exited)")

@@ -17,7 +17,7 @@ Runner add_top_command(CLI::App& app) {
       "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
       "Keys: h sort by HOLD%, w by WAIT%, i by TID; t totals since start / last interval; p pause;\n"
       "r reset the totals; q quit. On a pipe (or with --batch) it prints a plain snapshot every interval.\n"
-      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, the targets' exit); in launch mode "
+      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch mode "
       "the\n"
       "program's own exit status; 1 on errors; 2 for wrong arguments.");
   add_target_options(*cmd, *targets, "watch");

@@ -1,4 +1,5 @@
 // gilspy: who holds CPython's GIL, who waits for it, thread by thread, from outside the process.
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -9,6 +10,10 @@
 #include "gilspy_version.hpp"
 
 int main(int argc, char** argv) {
+  // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way through
+  // writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A launched
+  // program gets the default back (cli/launch.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
                "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
                "gilspy"};

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <exception>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -63,13 +65,26 @@ void RawFileSink::stats(const LiveStats&) {
 
 // Finishes every file, even when the session failed: what was recorded stays readable.
 void RawFileSink::finish(const SessionEnd& end) {
+  // Every file first, then the reports: a report that cannot be printed (stdout closed) or a file that cannot
+  // be finished must not leave the other targets' files unfinished. The first failure is rethrown after.
+  std::exception_ptr first_error;
+  std::vector<File*> finished;
   for (auto& [id, f] : files_) {
-    const raw::LoopFigures& fig = end.figures.at(id);
-    f.summary.set_end(end.end_ns);
-    f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
-    if (write_trace_) convert::convert_to_chrome_trace({f.raw_path}, f.trace_path);
-    on_finished_({*f.target, f.raw_path, write_trace_ ? f.trace_path : "", f.summary, fig});
+    try {
+      const raw::LoopFigures& fig = end.figures.at(id);
+      f.summary.set_end(end.end_ns);
+      f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
+      if (write_trace_) convert::convert_to_chrome_trace({f.raw_path}, f.trace_path);
+      finished.push_back(&f);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
   }
+  for (File* f : finished) {
+    on_finished_({*f->target, f->raw_path, write_trace_ ? f->trace_path : "", f->summary,
+                  end.figures.at(f->target->id)});
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace gilspy::cli

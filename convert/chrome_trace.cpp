@@ -190,7 +190,9 @@ class InputConverter {
     std::visit(raw::overloaded{
                    [&](const raw::ThreadStart& x) {
                      Lane& l = lane(x.tid);
-                     const std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
+                     std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
+                     // A container's own id of the thread, as its profiler's trace names it.
+                     if (x.ns_tid != 0) name += fmt::format(" [tid {} in its PID namespace]", x.ns_tid);
                      if (!l.named || l.name != name) name_lane(x.tid, l, name);
                    },
                    [&](const raw::Hold& x) { interval(true, x.tid, x.ts, x.dur); },

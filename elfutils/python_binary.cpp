@@ -158,7 +158,7 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
     const std::string open_path = path_in_process(pid, cand.path);
     std::optional<ElfImage> image;
     try {
-      image.emplace(ElfImage::open(open_path));
+      image.emplace(ElfImage::open_in_process(pid, cand.path));
     } catch (const Error&) {
       continue;  // a data file or something we cannot read: not the interpreter
     }

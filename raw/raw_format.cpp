@@ -60,7 +60,9 @@ std::optional<std::string> record_line(const Record& r) {
       overloaded{
           // A thread name comes from the kernel and need not be UTF-8: replace what is not, never throw.
           [](const ThreadStart& x) -> std::optional<std::string> {
-            return json::array({"T", x.tid, x.ts, x.name, x.tstate}).dump(-1, ' ', false, json::error_handler_t::replace);
+            json a = json::array({"T", x.tid, x.ts, x.name, x.tstate});
+            if (x.ns_tid != 0) a.push_back(x.ns_tid);
+            return a.dump(-1, ' ', false, json::error_handler_t::replace);
           },
           [](const Hold& x) -> std::optional<std::string> { return json::array({"H", x.tid, x.ts, x.dur}).dump(); },
           [](const Wait& x) -> std::optional<std::string> { return json::array({"W", x.tid, x.ts, x.dur}).dump(); },
@@ -199,6 +201,7 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
       if (a.size() < 4 || !a[3].is_string()) throw bad("has no thread name");
       r.name = a[3].get<std::string>();
       r.tstate = a.size() > 4 && a[4].is_number_unsigned() ? a[4].get<uint64_t>() : 0;
+      r.ns_tid = a.size() > 5 && a[5].is_number_integer() ? a[5].get<int64_t>() : 0;
       return r;
     }
     case 'H': return Hold{.tid = num(1), .ts = num(2), .dur = duration(3)};

@@ -34,7 +34,7 @@ inline const char* to_string(GilRole role) {
   return "released";
 }
 
-// A thread is seen for the first time. Raw line: ["T",tid,ts,name,tstate].
+// A thread is seen for the first time. Raw line: ["T",tid,ts,name,tstate] (+ ns_tid when not 0).
 // g++ 12 warns (maybe-uninitialized) inside this struct's implicit move when a variant holding another kind
 // is moved: a false positive of g++ 12 with std::variant and std::string; the pragma keeps it to this struct.
 #pragma GCC diagnostic push
@@ -44,6 +44,7 @@ struct ThreadStart {
   int64_t ts = 0;
   uint64_t tstate = 0;  // address of its PyThreadState
   std::string name;  // empty from the sampler; the session names it ("MainThread", "thread <tid> (<comm>)")
+  int64_t ns_tid = 0;  // its id inside the target's PID namespace (a container) when that differs from tid
   bool operator==(const ThreadStart&) const = default;
 };
 #pragma GCC diagnostic pop

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::sampler {
 
@@ -37,8 +38,19 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       tracks_(ThreadWalker::kMaxThreads),
       walk_buffer_(ThreadWalker::kMaxThreads),
       asked_(ThreadWalker::kMaxThreads),
-      gil_bytes_(interp.layout.gil.size) {
+      gil_bytes_(interp.layout.gil.size),
+      image_id_(process_image_id(interp.pid)) {
   active_.reserve(ThreadWalker::kMaxThreads);
+}
+
+const char* to_string(TargetEnd e) {
+  switch (e) {
+    case TargetEnd::kRunning: return "running";
+    case TargetEnd::kExited: return "target exited";
+    case TargetEnd::kExeced: return "target exec'd another program";
+    case TargetEnd::kInterpreterGone: return "interpreter gone (GIL unreadable)";
+  }
+  return "?";
 }
 
 size_t ProcessSampler::thread_count() const {
@@ -119,7 +131,11 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
-      emit(raw::ThreadStart{.tid = t.ref.tid, .ts = t_mid, .tstate = t.ref.tstate, .name = {}});
+      emit(raw::ThreadStart{.tid = t.ref.tid,
+                            .ts = t_mid,
+                            .tstate = t.ref.tstate,
+                            .name = {},
+                            .ns_tid = t.ref.ns_tid != t.ref.tid ? t.ref.ns_tid : 0});
       active_.push_back(static_cast<uint16_t>(i));  // capacity reserved: no allocation
       break;
     }
@@ -178,6 +194,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     got = reader_.read({regions_.data(), nregions});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNoSuchProcess) throw;
+    end_cause_ = TargetEnd::kExited;
     finish(started_ ? t_prev_ : t_now);
     return false;
   }
@@ -187,6 +204,11 @@ bool ProcessSampler::poll(int64_t t_now) {
     // good poll), instead of recording nothing for ever.
     if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
     if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
+      // Once per target (allocates): did the program image change under us?
+      const auto image = process_image_id(interp_.pid);
+      end_cause_ = !image                            ? TargetEnd::kExited
+                   : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
+                                                       : TargetEnd::kInterpreterGone;
       finish(started_ ? t_prev_ : t_now);
       return false;
     }

@@ -155,6 +155,55 @@ def scenario_record_pid(gilspy, python):
         w.kill()
 
 
+def scenario_pid_namespace(gilspy, python):
+    """A Python in its own PID and mount namespaces (a container's view: its threads are 1, 2, 3 ... and its
+    interpreter lies on a mount the host cannot see): the same waits as outside, host tids in the output with
+    the namespace's own beside them."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        raise Failure("needs root and unshare(1) (util-linux) to make PID namespaces")
+    ns_dir = tempfile.mkdtemp(prefix="gilspy-nsonly-")
+
+    def in_namespace(argv):
+        # The interpreter (a static binary: the whole of it; a pyenv build: its executable, libpython comes
+        # through its absolute RPATH) is copied onto a tmpfs mounted only inside the namespace.
+        python_bin = argv[0]
+        copy = (f"cp {python_bin} {ns_dir}/python" if "/.pyenv/" not in python_bin else
+                f"mkdir {ns_dir}/py && mount --bind {os.path.dirname(os.path.dirname(python_bin))} {ns_dir}/py")
+        target = f"{ns_dir}/python" if "/.pyenv/" not in python_bin else f"{ns_dir}/py/bin/{os.path.basename(python_bin)}"
+        script = f"mount -t tmpfs none {ns_dir} && {copy} && exec {target} " + " ".join(argv[1:])
+        return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script]
+
+    w = Workload(python, "cpu_and_sleeper.py", 30, launcher=in_namespace)
+    try:
+        pid = w.pid
+        with open(f"/proc/{pid}/status") as f:
+            nspid = [l.split()[1:] for l in f if l.startswith("NSpid:")][0]
+        check(nspid[-1] == "1" and nspid[0] == str(pid), f"workload {pid} is not pid 1 of a namespace: NSpid {nspid}")
+        check(not os.listdir(ns_dir), f"{ns_dir} is visible from the host: {os.listdir(ns_dir)}")
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        run_gilspy(gilspy, "record", "-p", pid, "-d", 3, "-o", d, check_rc=0)
+        raw = Raw(single_raw(d))
+        starts = [e for e in raw.events if e[0] == "T"]
+        host_of = {}
+        for e in starts:
+            check(len(e) >= 6 and e[5] > 0, f"thread start {e} has no namespace tid")
+            check(os.path.exists(f"/proc/{pid}/task/{e[1]}"), f"thread start {e}: {e[1]} is not a host tid of {pid}")
+            host_of[e[5]] = e[1]
+        check(host_of.get(1) == pid and raw.threads[pid] == "MainThread",
+              f"the main thread (1 in the namespace) should be {pid}, MainThread: {starts}")
+        roles = {"cpu": [host_of.get(t, t) for t in w.info["cpu"]], "sleeper": host_of.get(w.info["sleeper"])}
+        check_cpu_and_sleeper(raw, roles)
+        trace = single_raw(d).replace(".json", ".trace.json")
+        check_trace(trace, raw)
+        names = [e["args"]["name"] for e in json.load(open(trace))["traceEvents"] if e.get("name") == "thread_name"]
+        check(any("tid 1 in its PID namespace" in n for n in names), f"lane names do not give namespace tids: {names}")
+        info = json.loads(run_gilspy(gilspy, "info", "-p", pid, "--json", check_rc=0).stdout)
+        check(info["other_pid_namespace"] and {t["ns_tid"] for t in info["threads"]} >= {1},
+              f"info does not show namespace tids: {info['threads']}")
+    finally:
+        w.kill()
+
+
 def scenario_record_multi(gilspy, python):
     """Two processes in one recording (-p A,B), one with RANK=3; then both merged on one timeline."""
     a = Workload(python, "cpu_threads.py", 30, 2)
@@ -286,6 +335,84 @@ def scenario_signals(gilspy, python):
         rc, out, err, d = record_and_signal(gilspy, python, sig, None)
         check(rc == 0, f"{name} ending an open-ended recording: exit {rc}, expected 0; stderr {err!r}")
         Raw(single_raw(d))
+
+
+def check_two_complete(d, pids, what):
+    """Both targets' raw files and traces are complete and valid, and nothing is left unfinished."""
+    left = [f for f in os.listdir(d) if f.endswith(".partial") or f.endswith(".tmp")]
+    check(not left, f"{what}: unfinished files left: {left}")
+    raws = []
+    for pid in pids:
+        path = os.path.join(d, f"GIL_{pid}_rank_0.json")
+        check(os.path.exists(path), f"{what}: no {os.path.basename(path)} in {sorted(os.listdir(d))}")
+        raw = Raw(path)
+        check(len(raw.holds) > 5, f"{what}: pid {pid}: only {len(raw.holds)} holds kept")
+        check_trace(path.replace(".json", ".trace.json"), raw)
+        raws.append(raw)
+    return raws
+
+
+def scenario_signals_all(gilspy, python):
+    """Every catchable signal whose default would end gilspy, during a two-target recording; then a closed
+    stdout (`gilspy record ... | true`)."""
+    a = Workload(python, "cpu_threads.py", 60, 2)
+    b = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        stopping = ["SIGHUP", "SIGINT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGQUIT", "SIGALRM"]
+        for name in stopping + ["SIGPIPE"]:
+            sig = getattr(signal, name)
+            d = tempfile.mkdtemp(prefix="gilspy-rec-")
+            # SIGPIPE is ignored (only a closed stdout matters): that recording runs its 2.5 s to the end.
+            p = subprocess.Popen([gilspy, "record", "-p", f"{a.pid},{b.pid}", "-o", d, "-d", "2.5"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 10
+            while len([f for f in os.listdir(d) if f.endswith(".partial")]) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=30)
+            if name == "SIGPIPE":
+                check(p.returncode == 0, f"{name}: exit {p.returncode}, expected 0 (ignored); stderr {err!r}")
+            else:
+                check(p.returncode == 128 + sig, f"{name}: exit {p.returncode}, expected {128 + sig}; stderr {err!r}")
+                check(name in err and err.strip().count("\n") == 0, f"{name}: expected one line naming it: {err!r}")
+            for raw in check_two_complete(d, (a.pid, b.pid), name):
+                expected = "duration" if name == "SIGPIPE" else name
+                check(raw.summary["stop_reason"] == expected,
+                      f"{name}: stop reason {raw.summary['stop_reason']!r}, expected {expected!r}")
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        r, w = os.pipe()
+        os.close(r)  # stdout is a pipe nobody reads: the first summary line meets EPIPE
+        p = subprocess.Popen([gilspy, "record", "-p", f"{a.pid},{b.pid}", "-o", d, "-d", "1.5"], stdout=w,
+                             stderr=subprocess.PIPE, text=True)
+        os.close(w)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, f"closed stdout: exit {p.returncode}, expected 0; stderr {err!r}")
+        check_two_complete(d, (a.pid, b.pid), "closed stdout")
+    finally:
+        a.kill()
+        b.kill()
+
+
+def scenario_target_execs(gilspy, python):
+    """The target exec()s another program mid-recording: said so (not "exited"), files complete."""
+    w = Workload(python, "execs.py", 1.5)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 8, "-o", d, "--no-status")
+        one_line_error_text = out.stderr.strip()
+        check(out.returncode == 1, f"exit {out.returncode}, expected 1; stderr {one_line_error_text!r}")
+        check("exec'd another program" in one_line_error_text and "sleep" in one_line_error_text and
+              one_line_error_text.count("\n") == 0, f"expected one line saying it exec'd sleep: {one_line_error_text!r}")
+        check(os.path.exists(f"/proc/{w.pid}"), "the target should still live (it runs sleep)")
+        raw = Raw(single_raw(d))
+        check(raw.summary["stop_reason"] == "target exec'd another program", f"stop reason {raw.summary['stop_reason']!r}")
+        held = sum(end - start for _, start, end in raw.holds)
+        check(held > 0.5e9, f"only {held / 1e9:.2f} s held before the exec (a thread spun for about 1.5 s)")
+        check(raw.summary["duration_ns"] < 6e9, f"recorded {raw.summary['duration_ns'] / 1e9:.1f} s, expected to stop soon after the exec")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        w.kill()
 
 
 def scenario_sigkill(gilspy, python):
@@ -690,11 +817,14 @@ SCENARIOS = {
     "record_launch": scenario_record_launch,
     "record_pid": scenario_record_pid,
     "record_multi": scenario_record_multi,
+    "pid_namespace": scenario_pid_namespace,
     "long_c_call": scenario_long_c_call,
     "churn": scenario_churn,
     "target_exits": scenario_target_exits,
     "signals": scenario_signals,
     "sigkill": scenario_sigkill,
+    "signals_all": scenario_signals_all,
+    "target_execs": scenario_target_execs,
     "convert_bad_input": scenario_convert_bad_input,
     "bad_pid": scenario_bad_pid,
     "not_python": scenario_not_python,

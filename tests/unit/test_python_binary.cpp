@@ -281,3 +281,24 @@ TEST_CASE("elf_image: open fails with kElf and names the file") {
   SUBCASE("missing file") { expect_elf_error("/nonexistent/gilspy/libpython3.99.so"); }
   SUBCASE("not an ELF file") { expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt"); }
 }
+
+TEST_CASE("elf_image: a process's files are opened in its root without following symlinks") {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  self[n] = '\0';
+  const ElfImage image = ElfImage::open_in_process(::getpid(), self);  // canonical path: opens
+  CHECK(image.first_load_vaddr() == ElfImage::open(self).first_load_vaddr());
+
+  char dir[] = "/tmp/gilspy-elf-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string link = std::string(dir) + "/exe", dir_link = std::string(dir) + "/d";
+  REQUIRE(::symlink(self, link.c_str()) == 0);
+  REQUIRE(::symlink("/proc/self", dir_link.c_str()) == 0);
+  CHECK_THROWS_WITH_AS(ElfImage::open_in_process(::getpid(), link), doctest::Contains("symbolic link"),
+                       gilspy::Error);
+  CHECK_THROWS_AS(ElfImage::open_in_process(::getpid(), dir_link + "/exe"), gilspy::Error);
+  ::unlink(link.c_str());
+  ::unlink(dir_link.c_str());
+  ::rmdir(dir);
+}
