@@ -13,8 +13,8 @@ namespace gilspy::cli {
 
 namespace {
 
-constexpr double kLateShareForAdvice =
-    0.10;  // past this, the intervals' edges are blurred often enough to say so
+// Past this share of late wake-ups, the intervals' edges are blurred often enough to say so.
+constexpr double kLateShareForAdvice = 0.10;
 constexpr uint64_t kMinTicksForAdvice = 100;  // a handful of wake-ups says nothing about the machine
 constexpr size_t kNameColumns = 30;
 
@@ -134,7 +134,8 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
   const double seconds = static_cast<double>(summary.duration_ns()) / 1e9;
   fmt::format_to(std::back_inserter(out),
                  "gilspy: recorded pid {} (Python {}, rank {}) for {:.2f} s, stopped by {}\n", in.pid,
-                 escape_for_terminal(in.python_version), in.rank, seconds, in.loop.stop_reason);
+                 escape_for_terminal(in.python_version), in.rank, seconds,
+                 escape_for_terminal(in.loop.stop_reason));  // may name a program the target exec'd
   fmt::format_to(std::back_inserter(out), "  raw data: {}\n", escape_for_terminal(in.raw_path));
   if (!in.trace_path.empty()) {
     fmt::format_to(std::back_inserter(out),

@@ -16,8 +16,8 @@
 
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/launch.hpp"
-#include "cli/top/escape.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 
@@ -314,7 +314,7 @@ SessionOutcome Session::run() {
     out.early_ends.push_back(fmt::format("pid {} {}", t->info.pid,
                                          cause == sampler::TargetEnd::kExeced
                                              ? "exec'd another program (" +
-                                                   top::escape_for_terminal(process_executable(t->info.pid)) + ")"
+                                                   escape_for_terminal(process_executable(t->info.pid)) + ")"
                                              : "lives on, but its interpreter is gone (finalized)"));
   }
   if (m.launch_mode()) {
