@@ -1,9 +1,12 @@
 #include "base/proc_files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <string_view>
 #include <cstdlib>
 #include <iterator>
 
@@ -56,6 +59,51 @@ std::optional<std::string> process_env_var(pid_t pid, const std::string& name) {
     pos = end + 1;
   }
   return std::nullopt;
+}
+
+namespace {
+std::optional<pid_t> to_pid(std::string_view text) {
+  pid_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr == text.data() || value <= 0) return std::nullopt;
+  return value;
+}
+}  // namespace
+
+std::optional<pid_t> thread_group_of(pid_t id) {
+  const auto status = read_proc_file("/proc/" + std::to_string(id) + "/status");
+  if (!status) return std::nullopt;
+  const size_t pos = status->find("\nTgid:");
+  if (pos == std::string::npos) return std::nullopt;
+  const size_t digits = status->find_first_not_of(" \t", pos + 6);
+  if (digits == std::string::npos) return std::nullopt;
+  return to_pid(std::string_view(*status).substr(digits));
+}
+
+std::optional<pid_t> parent_of(pid_t pid) {
+  // "PID (comm) S PPID ...": comm may hold spaces and parentheses, so count fields from the last ')'.
+  const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return std::nullopt;
+  const size_t paren = stat->rfind(')');
+  if (paren == std::string::npos || paren + 4 >= stat->size()) return std::nullopt;
+  const size_t ppid = stat->find(' ', paren + 2);  // after the state letter
+  if (ppid == std::string::npos) return std::nullopt;
+  const auto parent = to_pid(std::string_view(*stat).substr(ppid + 1));
+  return parent ? parent : std::optional<pid_t>(0);  // 0: no parent (init, kernel threads)
+}
+
+std::vector<pid_t> all_process_ids() {
+  std::vector<pid_t> out;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return out;
+  while (const dirent* e = ::readdir(dir)) {
+    if (const auto pid = to_pid(e->d_name); pid && std::string_view(e->d_name).find_first_not_of("0123456789") ==
+                                                       std::string_view::npos) {
+      out.push_back(*pid);
+    }
+  }
+  ::closedir(dir);
+  return out;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gilspy {
 
@@ -18,6 +19,13 @@ std::string thread_comm(pid_t pid, int64_t tid);
 std::string process_command_line(pid_t pid);
 // The value of environment variable `name` in /proc/PID/environ (as the process started); nullopt if unset.
 std::optional<std::string> process_env_var(pid_t pid, const std::string& name);
+
+// The process a thread id belongs to (Tgid in /proc/ID/status: ID itself for a process); nullopt when gone.
+std::optional<pid_t> thread_group_of(pid_t id);
+// The parent process (field 4 of /proc/PID/stat); nullopt when gone.
+std::optional<pid_t> parent_of(pid_t pid);
+// Every process id in /proc (not their threads), in no particular order.
+std::vector<pid_t> all_process_ids();
 
 // What tells one program image of a process from the next: the code and stack addresses of /proc/PID/stat
 // (fields 26-28), which an exec() replaces (address-space randomization moves them) and nothing else changes.

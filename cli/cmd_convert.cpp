@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "convert/chrome_trace.hpp"
 #include "base/error.hpp"
+#include "base/terminal_text.hpp"
 
 namespace gilspy::cli {
 namespace {
@@ -38,14 +39,16 @@ int run_convert(const ConvertOptions& o) {
   }
   for (const auto& in : report.inputs) {
     const auto& m = in.meta;
-    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", in.path, m.pid, m.rank,
-                                   m.python_version, in.records);
+    // The file's text came from a target (or anyone who wrote the file): escaped on the way to the terminal.
+    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", escape_for_terminal(in.path), m.pid,
+                                   m.rank, escape_for_terminal(m.python_version), in.records);
     if (in.trace_pid != m.pid)
       line += fmt::format(" (shown as pid {}: an earlier input has pid {})", in.trace_pid, m.pid);
-    if (!in.complete) line += fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", in.problem);
+    if (!in.complete)
+      line += fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", escape_for_terminal(in.problem));
     fmt::print("{}\n", line);
   }
-  fmt::print("wrote {} ({} events)\n", report.output, report.events_written);
+  fmt::print("wrote {} ({} events)\n", escape_for_terminal(report.output), report.events_written);
   std::fflush(stdout);
   for (const auto& in : report.inputs) {
     if (in.complete) continue;
@@ -60,7 +63,7 @@ int run_convert(const ConvertOptions& o) {
     fmt::print(
         stderr,
         "gilspy: warning: {} is an unfinished recording; recovered and converted its {} complete events{}\n",
-        in.path, in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
+        escape_for_terminal(in.path), in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
   }
   return 0;
 }
@@ -72,9 +75,9 @@ Runner add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
   cmd->footer(
       "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
-      "file for Perfetto (ui.perfetto.dev) or chrome://tracing. Each input becomes a process (pid, rank,\n"
-      "Python version), each Python thread a lane with hold_gil and take_gil slices and drop_gil marks, plus\n"
-      "a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
+      "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio Insight.\n"
+      "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil and\n"
+      "take_gil slices and drop_gil marks, plus a gil_waiters counter. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
       "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
       "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but not\n"
       "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"

@@ -21,7 +21,9 @@ Runner add_record_command(CLI::App& app) {
       "  gilspy record -p 1234,1240             several processes (e.g. ranks) until Ctrl+C or they exit\n"
       "  gilspy record -- python3 train.py      launch a program and record it until it exits\n"
       "Writes GIL_<pid>_rank_<rank>.json (raw data; rank from the target's RANK variable) and\n"
-      "GIL_<pid>_rank_<rank>.trace.json (open in https://ui.perfetto.dev or chrome://tracing) per process.\n"
+      "GIL_<pid>_rank_<rank>.trace.json (open in Chrome DevTools: Performance, Load profile; or\n"
+      "https://ui.perfetto.dev; or MindStudio Insight) per process. The summary at the end lists the 20\n"
+      "busiest threads (--threads N|all).\n"
       "Exit status: 0 when the recording ended as asked (duration reached; Ctrl+C, SIGTERM or the target's\n"
       "exit when no duration was given); in launch mode the program's own exit status; 1 on errors and when "
       "a\n"
@@ -38,7 +40,7 @@ Runner add_record_command(CLI::App& app) {
   add_target_options(*cmd, *targets, "record");
   cmd->add_option("-d,--duration", opts->loop.duration_s,
                   "Seconds to record (default: until Ctrl+C or every target has exited)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)");
   auto file_mode = std::make_shared<std::string>("0600");
@@ -47,10 +49,15 @@ Runner add_record_command(CLI::App& app) {
       ->type_name("MODE");
   cmd->add_flag("--no-trace", opts->no_trace, "Write only the raw file, not the Chrome trace");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only where the files went, no summary table");
+  auto thread_rows = std::make_shared<std::string>("20");
+  cmd->add_option("--threads", *thread_rows,
+                  "Threads in the end summary's table: the N busiest (hold + wait), or 'all' (default: 20)")
+      ->option_text("N|all");
   auto no_status = std::make_shared<bool>(false);
   cmd->add_flag("--no-status", *no_status, "No live status line on the terminal");
-  return [opts, targets, no_status, file_mode] {
+  return [opts, targets, no_status, file_mode, thread_rows] {
     opts->file_mode = parse_file_mode_option(*file_mode);
+    opts->summary_threads = parse_thread_rows(*thread_rows);
     opts->pids = targets->pids();
     opts->command = targets->command;
     const double duration_s = opts->loop.duration_s;

@@ -23,7 +23,7 @@ Runner add_top_command(CLI::App& app) {
   add_target_options(*cmd, *targets, "watch");
   cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes (default 1)")
       ->check(CLI::Range(0.05, 3600.0));
-  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(positive_number());
   cmd->add_flag(
       "-b,--batch", opts->batch,
       "Print a plain snapshot every interval instead of the live screen (the default when stdout is "

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "base/error.hpp"
+#include "base/terminal_text.hpp"
 #include "gilspy_version.hpp"
 
 int main(int argc, char** argv) {
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "gilspy: error: unknown command '%s' (commands: info, record, top, convert; see 'gilspy --help')\n",
-        argv[1]);
+        gilspy::escape_for_terminal(argv[1]).c_str());
     return 2;
   }
   try {
@@ -50,17 +51,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string where = "gilspy";
     for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n", e.what(), where.c_str());
+    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n", gilspy::escape_for_terminal(e.what()).c_str(),
+                 where.c_str());
     return 2;
   }
   try {
     for (const auto* sub : app.get_subcommands()) return runners.at(sub)();
     return 2;
   } catch (const gilspy::Error& e) {
-    std::fprintf(stderr, "gilspy: error: %s\n", e.what());
+    // Messages name target text (a command, a binary's path): escaped like everything else we print.
+    std::fprintf(stderr, "gilspy: error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());
     return e.kind() == gilspy::ErrorKind::kUsage ? 2 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gilspy: internal error: %s\n", e.what());
+    std::fprintf(stderr, "gilspy: internal error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());
     return 1;
   }
 }

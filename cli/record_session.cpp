@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "cli/child_watch.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
 #include "cli/record_summary.hpp"
@@ -67,7 +68,8 @@ int run_record(const RecordOptions& o) {
   RawFileSink files(o.output_dir, !o.no_trace, o.file_mode, [&](const FinishedTarget& done) {
     if (stdout_gone) return;
     try {
-      print_target_summary(done, o.loop.rate_hz, o.quiet);
+      print_target_summary(done,
+                           {.rate_asked = o.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
       if (std::fflush(stdout) != 0) stdout_gone = true;
     } catch (const std::system_error&) {
       stdout_gone = true;
@@ -76,9 +78,16 @@ int run_record(const RecordOptions& o) {
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);
+  ChildWatchSink children;
+  session.add_sink(children);
 
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
-  const ExitDecision exit = exit_policy(session.run(), o.loop.duration_s);
+  const SessionOutcome outcome = session.run();
+  std::vector<pid_t> recorded;
+  for (const SessionTarget* t : session.targets()) recorded.push_back(t->pid);
+  const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched);
+  if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());  // never throws
+  const ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
   if (!exit.message.empty()) std::fprintf(stderr, "gilspy: %s\n", exit.message.c_str());  // never throws
   return exit.code;
 }

@@ -16,8 +16,8 @@
 
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/launch.hpp"
-#include "cli/top/escape.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 
@@ -276,6 +276,7 @@ SessionOutcome Session::run() {
     fig.late = lc.late.load();
     fig.missed = lc.missed.load();
     fig.max_lateness_ns = lc.max_lateness_ns.load();
+    fig.p99_lateness_ns = lc.lateness.quantile_ns(0.99);
     fig.poller_scheduling = sampler::to_string(lc.scheduling.load());
     fig.poll_mode = m.options.loop.busy ? "busy" : m.options.loop.adaptive ? "adaptive" : "fixed";
     fig.dense_polls = lc.dense_polls.load();
@@ -313,7 +314,7 @@ SessionOutcome Session::run() {
     out.early_ends.push_back(fmt::format("pid {} {}", t->info.pid,
                                          cause == sampler::TargetEnd::kExeced
                                              ? "exec'd another program (" +
-                                                   top::escape_for_terminal(process_executable(t->info.pid)) + ")"
+                                                   escape_for_terminal(process_executable(t->info.pid)) + ")"
                                              : "lives on, but its interpreter is gone (finalized)"));
   }
   if (m.launch_mode()) {

@@ -18,7 +18,7 @@
 #include "cli/screen_sink.hpp"
 #include "cli/session.hpp"
 #include "cli/target_options.hpp"
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/top/keys.hpp"
 #include "cli/top/terminal.hpp"
 #include "cli/top/top_render.hpp"
@@ -110,7 +110,7 @@ class TopView {
       lines.push_back(
           {{{fmt::format("pid {}  rank {}  Python {}  ", t->pid, t->rank, t->interp->binary.version.text()),
              top::Style::kBold},
-            {top::escape_for_terminal(t->command), top::Style::kPlain}},
+            {escape_for_terminal(t->command), top::Style::kPlain}},
            false});
     }
     std::vector<std::string> out;

@@ -109,6 +109,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"late_polls", loop.late},
           {"missed_polls", loop.missed},
           {"max_lateness_ns", loop.max_lateness_ns},
+          {"p99_lateness_ns", loop.p99_lateness_ns},
+          {"poll_loop_wakeups", loop.ticks},
           {"poller_scheduling", loop.poller_scheduling},
           {"poll_mode", loop.poll_mode},
           {"dense_polls", loop.dense_polls},

@@ -26,6 +26,7 @@ struct ThreadSummary {
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
   int64_t max_lateness_ns = 0;
+  int64_t p99_lateness_ns = 0;  // an upper bound (bucketed: at most 12.5 % over)
   std::string poller_scheduling = "normal";
   std::string poll_mode;     // "adaptive", "fixed" or "busy"; empty for a recovered file
   uint64_t dense_polls = 0;  // polls on the peak rate's period (adaptive mode)

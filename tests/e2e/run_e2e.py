@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
                      check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
 
@@ -436,6 +437,8 @@ def scenario_target_stopped(gilspy, python):
         check(abs(stops[0][2] / 1e9 - stopped_for) < 0.1,
               f"stopped for {stopped_for:.3f} s, recorded {stops[0][2] / 1e9:.3f} s")
         check(raw.summary["stops"] == 1 and raw.summary["stopped_ns"] == stops[0][2], f"summary: {raw.summary}")
+        said = f"stopped (SIGSTOP, a debugger) 1 time for {stops[0][2] / 1e9:.2f} s in all"
+        check(said in out, f"the printed summary does not say {said!r}: {out}")
         trace = json.load(open(single_raw(d).replace(".json", ".trace.json")))
         marks = [e for e in trace["traceEvents"] if e.get("name") == "process_stopped"]
         check(len(marks) == 1 and abs(marks[0]["dur"] / 1e6 - stopped_for) < 0.1, f"trace marks: {marks}")
@@ -594,6 +597,16 @@ def scenario_python_api(gilspy, python):
         check(raw.thread(tid)["holds"] > 10, f"CPU thread {tid}: only {raw.thread(tid)['holds']} holds recorded")
     assert_no_overlapping_holds(raw)
     check_trace(info["files"]["trace"], raw)
+    # stop() returns the figures too: the raw file's summary.
+    check(info["files"]["summary"] == raw.summary, "stop()'s summary is not the raw file's")
+    # A bad output_dir is the API's own error, not a bare OSError.
+    bad = subprocess.run([python, "-c", "import gilspy\ntry:\n    gilspy.gil_trace_record_start(output_dir='/dev/null/x')\n"
+                          "except gilspy.GilspyError as e:\n    print('GilspyError:', e)\n"],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, GILSPY_BIN=gilspy,
+                                  PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(WORKLOADS)), "python")))
+    check(bad.returncode == 0 and bad.stdout.startswith("GilspyError: cannot use /dev/null/x"),
+          f"bad output_dir: {bad.returncode} {bad.stdout!r} {bad.stderr!r}")
 
 
 # --- issue 7: gilspy top -------------------------------------------------------------------------------------
@@ -1083,6 +1096,8 @@ SCENARIOS = {
     "convert_corrupt": scenario_convert_corrupt,
     "disk_full": scenario_disk_full,
 }
+
+SCENARIOS.update(scenarios_summary.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)

@@ -92,6 +92,14 @@ void check_libpython(int minor, const Install& install) {
   } else {
     CHECK_FALSE(image.symbol("Py_Version").has_value());
   }
+  // The version locate_python reports, micro included, from the file alone (before 3.11 from the PY_VERSION
+  // string in .rodata, which the linker may keep only as the tail of the install prefix): as if this process
+  // had the library mapped.
+  const std::vector<gilspy::elf::Mapping> maps = {
+      {.start = 0x7f0000000000, .end = 0x7f0000100000, .offset = 0, .perms = "r--p", .path = install.libpython}};
+  const auto bin = gilspy::elf::locate_python(::getpid(), maps);
+  CHECK(bin.version.text() == expected->text());
+  CHECK(bin.version_source == (minor >= 11 ? "Py_Version" : "version string in .rodata"));
   // `.PyRuntime`, started by _PyRuntime: required from 3.11; the pyenv 3.10 build has it too, 3.8/3.9 do not.
   const auto section = image.section(".PyRuntime");
   if (minor >= 10) {
