@@ -19,7 +19,9 @@ enum class ErrorKind {
   kElf,                // an ELF/DWARF file could not be read
   kIo,                 // files we write or read
   kBadInput,           // a file given to us is not what it should be
+  kCorrupt,            // a file given to us starts as it should but is damaged further on (salvageable)
   kUsage,              // wrong arguments
+  kBusy,               // a file gilspy would write is being written by another process (another gilspy)
 };
 
 class Error : public std::runtime_error {

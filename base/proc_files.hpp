@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gilspy {
 
@@ -19,8 +20,26 @@ std::string process_command_line(pid_t pid);
 // The value of environment variable `name` in /proc/PID/environ (as the process started); nullopt if unset.
 std::optional<std::string> process_env_var(pid_t pid, const std::string& name);
 
-// What to do about a permission error on another process (ptrace access mode).
-std::string ptrace_permission_hint();
+// The process a thread id belongs to (Tgid in /proc/ID/status: ID itself for a process); nullopt when gone.
+std::optional<pid_t> thread_group_of(pid_t id);
+// The parent process (field 4 of /proc/PID/stat); nullopt when gone.
+std::optional<pid_t> parent_of(pid_t pid);
+// Every process id in /proc (not their threads), in no particular order.
+std::vector<pid_t> all_process_ids();
+
+// What tells one program image of a process from the next: the code and stack addresses of /proc/PID/stat
+// (fields 26-28), which an exec() replaces (address-space randomization moves them) and nothing else changes.
+// nullopt when the process is gone or the file cannot be read.
+std::optional<std::string> process_image_id(pid_t pid);
+// /proc/PID/exe, the program the process runs now; "" when unknown. Target-controlled text: escape to print.
+std::string process_executable(pid_t pid);
+
+// What to do about a permission error on process `pid` (ptrace access mode), from what this machine says:
+// as root, which capabilities the target has that gilspy lacks (a container's bounding set); otherwise how
+// to get the permission, with Yama's ptrace_scope when the kernel has Yama.
+std::string ptrace_permission_hint(pid_t pid);
+// The capability names in `mask` (CapEff-style bits), comma-separated: "CAP_SYS_RESOURCE, bit 45".
+std::string capability_names(uint64_t mask);
 
 // A path inside the target's mount namespace, opened from ours (containers): /proc/PID/root/PATH.
 std::string path_in_process(pid_t pid, const std::string& path);

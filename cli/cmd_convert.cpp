@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "convert/chrome_trace.hpp"
 #include "base/error.hpp"
+#include "base/terminal_text.hpp"
 
 namespace gilspy::cli {
 namespace {
@@ -16,6 +17,8 @@ namespace {
 struct ConvertOptions {
   std::vector<std::string> inputs;
   std::string output;
+  std::string file_mode = "0600";
+  bool salvage = false;
 };
 
 int run_convert(const ConvertOptions& o) {
@@ -26,24 +29,41 @@ int run_convert(const ConvertOptions& o) {
     }
     output = convert::default_output_path(o.inputs.front());
   }
-  const convert::ConvertReport report = convert::convert_to_chrome_trace(o.inputs, output);
+  const mode_t mode = parse_file_mode_option(o.file_mode);
+  convert::ConvertReport report;
+  try {
+    report = convert::convert_to_chrome_trace(o.inputs, output, {.mode = mode, .salvage = o.salvage});
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kCorrupt) throw;
+    throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
+  }
   for (const auto& in : report.inputs) {
     const auto& m = in.meta;
-    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", in.path, m.pid, m.rank,
-                                   m.python_version, in.records);
+    // The file's text came from a target (or anyone who wrote the file): escaped on the way to the terminal.
+    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", escape_for_terminal(in.path), m.pid,
+                                   m.rank, escape_for_terminal(m.python_version), in.records);
     if (in.trace_pid != m.pid)
       line += fmt::format(" (shown as pid {}: an earlier input has pid {})", in.trace_pid, m.pid);
-    if (!in.complete) line += fmt::format(" (recovered: {})", in.problem);
+    if (!in.complete)
+      line += fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", escape_for_terminal(in.problem));
     fmt::print("{}\n", line);
   }
-  fmt::print("wrote {} ({} events)\n", report.output, report.events_written);
+  fmt::print("wrote {} ({} events)\n", escape_for_terminal(report.output), report.events_written);
   std::fflush(stdout);
   for (const auto& in : report.inputs) {
     if (in.complete) continue;
+    if (in.corrupt) {
+      fmt::print(stderr,
+                 "gilspy: warning: {} is corrupt at byte offset {} of {}; salvaged its {} events before the "
+                 "damage{}, about {} lines after it are lost\n",
+                 in.path, in.damage_offset, in.bytes, in.records,
+                 in.summary_rebuilt ? " (summary rebuilt from them)" : "", in.unread_lines);
+      continue;
+    }
     fmt::print(
         stderr,
         "gilspy: warning: {} is an unfinished recording; recovered and converted its {} complete events{}\n",
-        in.path, in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
+        escape_for_terminal(in.path), in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
   }
   return 0;
 }
@@ -55,12 +75,16 @@ Runner add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
   cmd->footer(
       "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
-      "file for Perfetto (ui.perfetto.dev), Chrome DevTools' Performance panel or MindStudio Insight. Each\n"
-      "input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil and\n"
+      "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio Insight.\n"
+      "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil and\n"
       "take_gil slices and drop_gil marks, plus a gil_waiters counter and the same count as slices on a\n"
       "'GIL waiters' lane. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
       "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
-      "(.partial, or cut short) is converted as far as it goes, and said so.");
+      "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but not\n"
+      "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
+      "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
+      "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only if\n"
+      "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.");
   cmd->add_option("-i,--input", opts->inputs,
                   "Raw recording to convert; repeat to merge several (e.g. one per rank)")
       ->required()
@@ -68,8 +92,12 @@ Runner add_convert_command(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("-o,--output", opts->output,
                   "Trace file to write (default with one input X.json: X.trace.json beside it; required with "
-                  "several). Written under OUT.tmp and renamed when complete")
+                  "several)")
       ->type_name("OUT");
+  cmd->add_flag("--salvage", opts->salvage,
+                "Convert a corrupt input up to its damage (and say how much was lost) instead of refusing it");
+  cmd->add_option("--file-mode", opts->file_mode, "Permissions of the output, octal (default 0600)")
+      ->type_name("MODE");
   return [opts] { return run_convert(*opts); };
 }
 

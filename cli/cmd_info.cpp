@@ -7,6 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "base/error.hpp"
+#include "base/proc_files.hpp"
+#include "base/terminal_text.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"
@@ -23,6 +25,7 @@ struct InfoOptions {
 std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 int run_info(const InfoOptions& o) {
+  require_process_id(o.pid);
   sampler::RemoteMemoryReader reader(o.pid);
   // A python executable that has not mapped libpython yet is waited for too; anything else is refused at once.
   char exe[4096] = {};
@@ -58,7 +61,8 @@ int run_info(const InfoOptions& o) {
       if (holds) holder_tid = t.tid;
       const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
       rows.push_back({{"tid", t.tid}, {"tstate", hex(t.tstate)}, {"main", t.tid == o.pid}, {"state", state},
-                      {"task", sampler::to_string(task)}});
+                      {"task", sampler::to_string(task)}, {"comm", thread_comm(o.pid, t.tid)}});
+      if (walker.in_other_pid_namespace()) rows.back()["ns_tid"] = t.ns_tid;  // the container's own id
     }
     reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
     const auto after = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
@@ -83,24 +87,28 @@ int run_info(const InfoOptions& o) {
                       {"switch_number", g.switch_number},
                       {"waiters", g.waiters},
                       {"threads_truncated", truncated},
+                      {"other_pid_namespace", walker.in_other_pid_namespace()},
                       {"consistent_snapshot", consistent},
                       {"threads", rows}};
   if (o.json) {
-    fmt::print("{}\n", j.dump());
+    // A thread's name may be any bytes: invalid UTF-8 is replaced rather than failing the dump.
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   }
+  // The binary's path and the threads' names come from the target: escaped.
   fmt::print("Python {} ({} {}{}), pid {}\n", b.version.text(), b.shared_library ? "libpython" : "static executable",
-             b.path, b.stripped ? ", stripped" : "", o.pid);
+             escape_for_terminal(b.path), b.stripped ? ", stripped" : "", o.pid);
   fmt::print("_PyRuntime {}  interpreter {}  GIL {}  switch interval {} us\n", hex(b.runtime_addr),
              hex(in.interp_addr), hex(in.gil_addr), g.interval_us);
   fmt::print("GIL: {}, switch number {}, {} thread(s) waiting on it\n\n",
              g.locked == 1 ? (holder_tid ? fmt::format("held by thread {}", holder_tid) : "held by an unknown thread")
                            : "free",
              g.switch_number, g.waiters);
-  fmt::print("  {:>8}  {:<9} {:<14} {}\n", "TID", "GIL", "KERNEL", "");
+  fmt::print("  {:>8}  {:<9} {:<14} {}\n", "TID", "GIL", "KERNEL", "OS NAME");
   for (const auto& r : rows) {
-    fmt::print("  {:>8}  {:<9} {:<14} {}\n", r["tid"].get<int64_t>(), r["state"].get<std::string>(),
-               r["task"].get<std::string>(), r["main"].get<bool>() ? "(main thread)" : "");
+    const std::string comm = escape_for_terminal(r["comm"].get<std::string>());
+    fmt::print("  {:>8}  {:<9} {:<14} {}{}\n", r["tid"].get<int64_t>(), r["state"].get<std::string>(),
+               r["task"].get<std::string>(), comm, r["main"].get<bool>() ? " (main thread)" : "");
   }
   if (truncated) fmt::print("  ... more than {} threads; the rest are not shown\n", sampler::ThreadWalker::kMaxThreads);
   return 0;
@@ -114,12 +122,12 @@ Runner add_info_command(CLI::App& app) {
   cmd->footer("Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
               "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
               "the thread is doing. --json prints the same as one JSON object.");
-  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number());
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
   cmd->add_option("--wait", opts->wait_s,
                   "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
       ->default_val(2.0)
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   return [opts] { return run_info(*opts); };
 }
 

@@ -17,13 +17,13 @@ Runner add_top_command(CLI::App& app) {
       "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
       "Keys: h sort by HOLD%, w by WAIT%, i by TID; t totals since start / last interval; p pause;\n"
       "r reset the totals; q quit. On a pipe (or with --batch) it prints a plain snapshot every interval.\n"
-      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, the targets' exit); in launch mode "
+      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch mode "
       "the\n"
       "program's own exit status; 1 on errors; 2 for wrong arguments.");
   add_target_options(*cmd, *targets, "watch");
   cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes (default 1)")
       ->check(CLI::Range(0.05, 3600.0));
-  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(positive_number());
   cmd->add_flag(
       "-b,--batch", opts->batch,
       "Print a plain snapshot every interval instead of the live screen (the default when stdout is "

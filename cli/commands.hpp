@@ -1,8 +1,14 @@
 #pragma once
 // The subcommands. Each adds its options to the CLI11 app and runs; only main() turns errors into text and
 // exit codes.
+#include <sys/types.h>
+
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+
+#include "base/error.hpp"
+#include "base/output_file.hpp"
 
 namespace gilspy::cli {
 
@@ -15,5 +21,23 @@ Runner add_top_command(CLI::App& app);
 
 // "1234" or "1234,1235" -> pids; throws Error(kUsage).
 std::vector<int> parse_pid_list(const std::string& text);
+// Throws Error(kUsage) when `pid` is a thread id of another process (/proc/TID exists for threads too, so the
+// process would otherwise be read as if it were that thread's), naming the process to give instead.
+void require_process_id(int pid);
+
+// Option checks whose messages name the rule, not CLI11's numeric range ("not in range 0 to 1.79769e+308",
+// written out in full as 300 digits).
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+
+// --threads of record: "all" -> 0 (every thread), "N" -> N > 0; throws Error(kUsage).
+size_t parse_thread_rows(const std::string& text);
+
+// --file-mode "0644" -> 0644; throws Error(kUsage).
+inline mode_t parse_file_mode_option(const std::string& text) {
+  const auto mode = parse_file_mode(text);
+  if (!mode) throw Error(ErrorKind::kUsage, "--file-mode wants an octal mode such as 0600 or 0644, not '" + text + "'");
+  return *mode;
+}
 
 }  // namespace gilspy::cli

@@ -1,6 +1,7 @@
 #include "cli/launch.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ pid_t launch(const std::vector<std::string>& command) {
   const pid_t child = ::fork();
   if (child < 0) throw Error(ErrorKind::kIo, std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // gilspy ignores it (main.cpp); an ignored signal would stay so across exec
     std::vector<char*> argv;
     for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

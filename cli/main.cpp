@@ -1,13 +1,19 @@
 // gilspy: who holds CPython's GIL, who waits for it, thread by thread, from outside the process.
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "base/error.hpp"
+#include "base/terminal_text.hpp"
 #include "gilspy_version.hpp"
 
 int main(int argc, char** argv) {
+  // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way through
+  // writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A launched
+  // program gets the default back (cli/launch.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
                "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
                "gilspy"};
@@ -31,7 +37,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "gilspy: error: unknown command '%s' (commands: info, record, top, convert; see 'gilspy --help')\n",
-        argv[1]);
+        gilspy::escape_for_terminal(argv[1]).c_str());
     return 2;
   }
   try {
@@ -45,17 +51,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string where = "gilspy";
     for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n", e.what(), where.c_str());
+    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n", gilspy::escape_for_terminal(e.what()).c_str(),
+                 where.c_str());
     return 2;
   }
   try {
     for (const auto* sub : app.get_subcommands()) return runners.at(sub)();
     return 2;
   } catch (const gilspy::Error& e) {
-    std::fprintf(stderr, "gilspy: error: %s\n", e.what());
+    // Messages name target text (a command, a binary's path): escaped like everything else we print.
+    std::fprintf(stderr, "gilspy: error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());
     return e.kind() == gilspy::ErrorKind::kUsage ? 2 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gilspy: internal error: %s\n", e.what());
+    std::fprintf(stderr, "gilspy: internal error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());
     return 1;
   }
 }

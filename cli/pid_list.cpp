@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::cli {
 
@@ -25,6 +26,15 @@ std::vector<int> parse_pid_list(const std::string& text) {
     start = comma + 1;
   }
   return pids;
+}
+
+void require_process_id(int pid) {
+  const auto process = thread_group_of(pid);
+  if (process && *process != pid) {
+    throw Error(ErrorKind::kUsage, std::to_string(pid) + " is a thread of process " + std::to_string(*process) +
+                                       " (" + thread_comm(*process, *process) + "), not a process: use -p " +
+                                       std::to_string(*process));
+  }
 }
 
 }  // namespace gilspy::cli

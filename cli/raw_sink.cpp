@@ -2,11 +2,17 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/output_file.hpp"
 #include "convert/chrome_trace.hpp"
 #include "gilspy_version.hpp"
 
@@ -15,15 +21,22 @@ namespace gilspy::cli {
 void ensure_output_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || ::access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir +
-                                    (ec ? ": " + ec.message() : ": permission denied"));
+  if (ec) throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir + ": " + errno_text(ec.value()));
+  // access() says why: EACCES (permission denied) or EROFS (read-only file system) among others.
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    const int e = errno;
+    throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir + ": " +
+                                    (e == EROFS ? std::string("it is on a read-only file system")
+                                                : errno_text(e)));
   }
 }
 
-RawFileSink::RawFileSink(std::string output_dir, bool write_trace,
+RawFileSink::RawFileSink(std::string output_dir, bool write_trace, mode_t file_mode,
                          std::function<void(const FinishedTarget&)> on_finished)
-    : output_dir_(std::move(output_dir)), write_trace_(write_trace), on_finished_(std::move(on_finished)) {}
+    : output_dir_(std::move(output_dir)),
+      write_trace_(write_trace),
+      file_mode_(file_mode),
+      on_finished_(std::move(on_finished)) {}
 
 RawFileSink::~RawFileSink() = default;
 
@@ -48,7 +61,23 @@ void RawFileSink::start(const SessionTarget& t) {
   meta.rate_hz = t.rate_hz;
   meta.switch_interval_us = t.interp->first_gil.interval_us;
   meta.gil_addr = t.interp->gil_addr;
-  f.writer = std::make_unique<raw::Writer>(f.raw_path, meta);
+  try {
+    OutputFile::check_replaceable(f.trace_path);  // now, not after the whole recording
+    f.writer = std::make_unique<raw::Writer>(f.raw_path, meta, raw::WriterOptions{.mode = file_mode_});
+  } catch (const Error& e) {
+    const std::string partial = f.raw_path + ".partial";
+    // Nothing was recorded yet: take back the files of the targets set up before this one.
+    for (auto& [id, other] : files_) {
+      if (other.writer) other.writer->discard();
+    }
+    files_.clear();
+    if (e.kind() == ErrorKind::kBusy) {
+      throw Error(ErrorKind::kBusy, fmt::format("pid {} is already being recorded into {} (another gilspy is "
+                                                "writing {})",
+                                                t.pid, output_dir_, partial));
+    }
+    throw;
+  }
 }
 
 void RawFileSink::record(const SessionTarget& t, const raw::Record& r) {
@@ -58,18 +87,66 @@ void RawFileSink::record(const SessionTarget& t, const raw::Record& r) {
 }
 
 void RawFileSink::stats(const LiveStats&) {
-  for (auto& [id, f] : files_) f.writer->flush();
+  for (auto& [id, f] : files_) flush(f);
 }
 
-// Finishes every file, even when the session failed: what was recorded stays readable.
-void RawFileSink::finish(const SessionEnd& end) {
-  for (auto& [id, f] : files_) {
-    const raw::LoopFigures& fig = end.figures.at(id);
-    f.summary.set_end(end.end_ns);
-    f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
-    if (write_trace_) convert::convert_to_chrome_trace({f.raw_path}, f.trace_path);
-    on_finished_({*f.target, f.raw_path, write_trace_ ? f.trace_path : "", f.summary, fig});
+// A disk that refuses writes is said at once (one line), and again when it takes them again.
+void RawFileSink::flush(File& f) {
+  const std::optional<Error> e = f.writer->flush();
+  if (e && !f.write_failing) {
+    f.write_failing = true;
+    f.lost_when_failing = f.writer->lost_records();
+    fmt::print(stderr, "gilspy: warning: {}; recording on, keeping events in memory (up to {} MiB) until they "
+                       "can be written\n",
+               e->what(), raw::WriterOptions{}.max_pending_bytes >> 20);
+  } else if (!e && f.write_failing) {
+    f.write_failing = false;
+    const uint64_t lost = f.writer->lost_records() - f.lost_when_failing;
+    fmt::print(stderr, "gilspy: {} is being written again{}\n", f.writer->partial_path(),
+               lost == 0 ? std::string("; no event was lost")
+                         : fmt::format("; {} events were lost meanwhile (memory bound reached)", lost));
   }
+}
+
+// Finishes every file, even when the session failed or another file cannot be finished: what was recorded
+// stays readable. Every file first, then the reports: a report that cannot be printed must not leave another
+// target's files unfinished. The first error is thrown at the end.
+void RawFileSink::finish(const SessionEnd& end) {
+  std::optional<Error> first_error;
+  std::vector<std::pair<File*, raw::LoopFigures>> finished;
+  for (auto& [id, f] : files_) {
+    raw::LoopFigures fig = end.figures.at(id);
+    // Events lost to a full disk are missing from the file like those lost to queue overflow.
+    fig.dropped_events += f.writer->lost_records();
+    f.summary.set_end(end.end_ns);
+    try {
+      try {
+        f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
+      } catch (const Error&) {
+        if (f.writer->lost_records() != 0) {
+          fmt::print(stderr, "gilspy: warning: {} events of {} were lost (memory bound reached while the disk "
+                             "refused writes)\n",
+                     f.writer->lost_records(), f.writer->partial_path());
+        }
+        throw;
+      }
+      if (f.writer->lost_records() != 0) {
+        fmt::print(stderr,
+                   "gilspy: warning: {} lacks {} events that could not be written (the disk refused them and the "
+                   "memory bound was reached); its summary still counts them\n",
+                   f.raw_path, f.writer->lost_records());
+      }
+      if (write_trace_) convert::convert_to_chrome_trace({f.raw_path}, f.trace_path, {.mode = file_mode_});
+    } catch (const Error& e) {
+      if (!first_error) first_error = e;
+      continue;
+    }
+    finished.emplace_back(&f, fig);
+  }
+  for (const auto& [f, fig] : finished) {
+    on_finished_({*f->target, f->raw_path, write_trace_ ? f->trace_path : "", f->summary, fig});
+  }
+  if (first_error) throw *first_error;
 }
 
 }  // namespace gilspy::cli

@@ -21,13 +21,17 @@ struct FinishedTarget {
   const raw::LoopFigures& figures;
 };
 
-// Creates `dir` if needed; throws Error(kIo) naming it when it cannot be written to.
+// Creates `dir` if needed; throws Error(kIo) naming it and why when it cannot be written to (permission
+// denied, read-only file system, ...).
 void ensure_output_dir(const std::string& dir);
 
 class RawFileSink final : public Sink {
  public:
   // `on_finished` is called per target once its files are complete (the end summary prints from it).
-  RawFileSink(std::string output_dir, bool write_trace,
+  // Files are created with `file_mode` (base/output_file.hpp: never through a link in the folder). When the
+  // disk refuses writes (full, read-only), the sink says so on stderr at once, keeps the records in memory up
+  // to a bound (raw::WriterOptions) and writes them when it can; at the end it says what was lost.
+  RawFileSink(std::string output_dir, bool write_trace, mode_t file_mode,
               std::function<void(const FinishedTarget&)> on_finished);
   ~RawFileSink() override;
 
@@ -42,9 +46,13 @@ class RawFileSink final : public Sink {
     std::string raw_path, trace_path;
     std::unique_ptr<raw::Writer> writer;
     raw::SummaryBuilder summary;
+    bool write_failing = false;  // said on stderr; said again when it recovers
+    uint64_t lost_when_failing = 0;
   };
+  void flush(File& f);
   std::string output_dir_;
   bool write_trace_;
+  mode_t file_mode_;
   std::function<void(const FinishedTarget&)> on_finished_;
   std::map<raw::TargetId, File> files_;  // in the order targets started (ids grow)
 };

@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <system_error>
+
 #include "base/error.hpp"
+#include "cli/child_watch.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
 #include "cli/record_summary.hpp"
@@ -29,13 +33,22 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
     if (duration_s <= 0) return {0, ""};
     return {128 + out.stop_signal,
             fmt::format("recording cut short by {} before the {:g} s asked; the files are complete",
-                        out.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", duration_s)};
+                        signal_name(out.stop_signal), duration_s)};
   }
   if (out.reason == sampler::StopReason::kTargetsGone && duration_s > 0) {
-    return {
-        1, fmt::format("the target exited after {:.2f} s, before the {:g} s asked; the files hold everything "
-                       "until then",
-                       out.elapsed_s, duration_s)};
+    std::string what = "the target exited";
+    if (!out.early_ends.empty()) {
+      what.clear();
+      for (const auto& e : out.early_ends) what += (what.empty() ? "" : "; ") + e;
+    }
+    return {1, fmt::format("{} after {:.2f} s, before the {:g} s asked; the files hold everything until then{}",
+                           what, out.elapsed_s, duration_s,
+                           out.early_ends.empty() ? "" : " (to record what runs now, start gilspy again)")};
+  }
+  if (!out.early_ends.empty()) {
+    std::string what;
+    for (const auto& e : out.early_ends) what += (what.empty() ? "" : "; ") + e;
+    return {0, what + ": its recording ended there (to record what runs now, start gilspy again)"};
   }
   return {0, ""};
 }
@@ -49,15 +62,33 @@ int run_record(const RecordOptions& o) {
        .command = o.command,
        .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s});
-  RawFileSink files(o.output_dir, !o.no_trace,
-                    [&](const FinishedTarget& done) { print_target_summary(done, o.loop.rate_hz, o.quiet); });
+  // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
+  // recording: the files are finished either way.
+  bool stdout_gone = false;
+  RawFileSink files(o.output_dir, !o.no_trace, o.file_mode, [&](const FinishedTarget& done) {
+    if (stdout_gone) return;
+    try {
+      print_target_summary(done,
+                           {.rate_asked = o.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
+      if (std::fflush(stdout) != 0) stdout_gone = true;
+    } catch (const std::system_error&) {
+      stdout_gone = true;
+    }
+  });
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);
+  ChildWatchSink children;
+  session.add_sink(children);
 
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
-  const ExitDecision exit = exit_policy(session.run(), o.loop.duration_s);
-  if (!exit.message.empty()) fmt::print(stderr, "gilspy: {}\n", exit.message);
+  const SessionOutcome outcome = session.run();
+  std::vector<pid_t> recorded;
+  for (const SessionTarget* t : session.targets()) recorded.push_back(t->pid);
+  const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched);
+  if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());  // never throws
+  const ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
+  if (!exit.message.empty()) std::fprintf(stderr, "gilspy: %s\n", exit.message.c_str());  // never throws
   return exit.code;
 }
 

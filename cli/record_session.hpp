@@ -15,8 +15,10 @@ struct RecordOptions {
   std::vector<std::string> command;  // launch mode
   sampler::PollLoopOptions loop;     // how to poll (target_options.hpp) and for how long (duration_s)
   std::string output_dir;
+  mode_t file_mode = 0600;  // of the files written (base/output_file.hpp)
   bool no_trace = false;
   bool quiet = false;
+  size_t summary_threads = 20;  // rows of the end summary's thread table; 0: every thread
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;
 };

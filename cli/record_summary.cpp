@@ -1,60 +1,192 @@
 #include "cli/record_summary.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 
 #include <fmt/format.h>
+
+#include "base/terminal_text.hpp"
+#include "cli/summary_table.hpp"
+#include "sampler/threads.hpp"
 
 namespace gilspy::cli {
 
 namespace {
-std::string ms(int64_t ns) { return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6); }
+
+// Past this share of late wake-ups, the intervals' edges are blurred often enough to say so.
+constexpr double kLateShareForAdvice = 0.10;
+constexpr uint64_t kMinTicksForAdvice = 100;  // a handful of wake-ups says nothing about the machine
+constexpr size_t kNameColumns = 30;
+
+std::string ms(int64_t ns) {
+  return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+}
+
+// "84 us", "2.1 ms", "1.20 s": a lateness at the scale it has.
+std::string span(int64_t ns) {
+  if (ns < 1'000'000) return fmt::format("{} us", (ns + 500) / 1000);
+  if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+  return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
+}
+
+double pct(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
+  const raw::LoopFigures& loop = in.loop;
+  const double seconds = static_cast<double>(in.summary.duration_ns()) / 1e9;
+  const uint64_t polls = in.summary.polls();
+  const double mean_rate = seconds > 0 ? static_cast<double>(polls) / seconds : 0.0;
+  if (loop.poll_mode == "adaptive") {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  polls: {} in {:.2f} s, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs for {:.0f} % "
+        "of them{}; poll thread {}\n",
+        polls, seconds, mean_rate, o.rate_asked,
+        pct(static_cast<double>(loop.dense_polls), static_cast<double>(std::max<uint64_t>(1, polls))),
+        loop.budget_limited > 0 ? fmt::format(" (the CPU budget slowed {:.0f} %)",
+                                              pct(static_cast<double>(loop.budget_limited),
+                                                  static_cast<double>(std::max<uint64_t>(1, polls))))
+                                : "",
+        loop.poller_scheduling);
+  } else {
+    fmt::format_to(std::back_inserter(out),
+                   "  polls: {} in {:.2f} s at {:.0f} Hz ({} rate {:.0f} asked); poll thread {}\n", polls,
+                   seconds, mean_rate, loop.poll_mode.empty() ? "unknown" : loop.poll_mode, o.rate_asked,
+                   loop.poller_scheduling);
+  }
+  // Late polls are the poll loop's: its wake-ups (ticks) are their denominator, not this target's polls (a
+  // target that exits or joins late has fewer).
+  const uint64_t ticks = loop.ticks > 0 ? loop.ticks : polls;
+  const double late_share = ticks > 0 ? static_cast<double>(loop.late) / static_cast<double>(ticks) : 0.0;
+  fmt::format_to(
+      std::back_inserter(out),
+      "  late polls: {} of {} wake-ups ({:.1f} %), late = more than a fifth of a step after the deadline\n"
+      "    lateness p99 {}, max {}; {} deadlines missed (a poll ran over a whole step)\n",
+      loop.late, ticks, 100 * late_share, span(loop.p99_lateness_ns), span(loop.max_lateness_ns),
+      loop.missed);
+  if (ticks >= kMinTicksForAdvice && late_share >= kLateShareForAdvice) {
+    std::string advice;
+    if (loop.poll_mode == "busy") {
+      advice = "--busy needs a CPU of its own: leave one idle, or poll without --busy";
+    } else if (loop.poller_scheduling != "SCHED_FIFO") {
+      advice = "run gilspy as root or with CAP_SYS_NICE so the poll thread gets SCHED_FIFO, or free a CPU";
+    } else if (loop.poll_mode == "fixed") {
+      advice =
+          fmt::format("ask for a lower rate (-r {:.0f}) or free a CPU", std::max(100.0, o.rate_asked / 4));
+    } else {
+      advice = "free a CPU (fewer busy threads or processes than CPUs)";
+    }
+    fmt::format_to(
+        std::back_inserter(out),
+        "  note: this machine did not keep the poll rate (interval edges off by up to the p99 lateness):\n"
+        "    {}\n",
+        advice);
+  }
+}
+
+void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
+  const SummaryTable table =
+      build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads);
+  if (table.rest_threads > 0) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  threads, busiest (hold + wait) first: {} rows for {} threads (--threads all for every thread)\n",
+        table.rows.size(), table.total_threads);
+  } else {
+    out += "  threads, busiest (hold + wait) first:\n";
+  }
+  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>7} {:>7} {:>13} {:>13}\n", "TID",
+                 "THREAD", kNameColumns, "HOLD %", "WAIT %", "HOLDS", "LONGEST HOLD", "LONGEST WAIT");
+  for (const SummaryRow& r : table.rows) {
+    const std::string label = r.threads > 1 ? fmt::format("[{}] {}", r.threads, escape_for_terminal(r.name))
+                                            : escape_for_terminal(r.name);
+    const std::string name = fit_with_marker(label, kNameColumns);
+    const std::string pad(kNameColumns - std::min(kNameColumns, display_width(name)), ' ');
+    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{} {:>7.1f} {:>7.1f} {:>7} {:>13} {:>13}\n",
+                   r.threads > 1 ? std::string("-") : std::to_string(r.tid), name, pad, 100 * r.hold_share(),
+                   100 * r.wait_share(), r.holds, ms(r.longest_hold_ns), ms(r.longest_wait_ns));
+  }
+  if (table.rest_threads > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  + {} more threads: {:.1f} % hold, {:.1f} % wait (of their lifetimes taken together)\n",
+                   table.rest_threads,
+                   pct(static_cast<double>(table.rest_hold_ns), static_cast<double>(table.rest_life_ns)),
+                   pct(static_cast<double>(table.rest_wait_ns), static_cast<double>(table.rest_life_ns)));
+  }
+  if (table.grouped) {
+    out +=
+        "  [N] NAME: N threads that each lived less than half the recording, with names alike (* = any "
+        "number)\n";
+  }
+  out += table.grouped
+             ? "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording (a group: of its "
+               "threads' lifetimes)\n"
+             : "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording\n";
+}
+
 }  // namespace
 
-void print_target_summary(const FinishedTarget& done, double rate_asked, bool quiet) {
-  const int pid = done.target.pid;
-  const int64_t rank = done.target.rank;
-  const std::string python_version = done.target.interp->binary.version.text();
-  const std::string& raw_path = done.raw_path;
-  const std::string& trace_path = done.trace_path;
-  const raw::SummaryBuilder& summary = done.summary;
-  const raw::LoopFigures& loop = done.figures;
+std::string format_target_summary(const SummaryInput& in, const SummaryOptions& o) {
+  std::string out;
+  const raw::SummaryBuilder& summary = in.summary;
   const double seconds = static_cast<double>(summary.duration_ns()) / 1e9;
-  fmt::print("gilspy: recorded pid {} (Python {}, rank {}) for {:.2f} s, stopped by {}\n", pid, python_version, rank,
-             seconds, loop.stop_reason);
-  fmt::print("  raw data: {}\n", raw_path);
-  if (!trace_path.empty()) {
-    fmt::print("  trace:    {}  (open in https://ui.perfetto.dev, chrome://tracing or MindStudio Insight)\n",
-               trace_path);
+  fmt::format_to(std::back_inserter(out),
+                 "gilspy: recorded pid {} (Python {}, rank {}) for {:.2f} s, stopped by {}\n", in.pid,
+                 escape_for_terminal(in.python_version), in.rank, seconds,
+                 escape_for_terminal(in.loop.stop_reason));  // may name a program the target exec'd
+  fmt::format_to(std::back_inserter(out), "  raw data: {}\n", escape_for_terminal(in.raw_path));
+  if (!in.trace_path.empty()) {
+    fmt::format_to(std::back_inserter(out),
+                   "  trace:    {}  (Chrome DevTools > Performance > Load profile, ui.perfetto.dev, "
+                   "MindStudio Insight)\n",
+                   escape_for_terminal(in.trace_path));
   }
-  if (quiet) return;
-  const double mean_rate = seconds > 0 ? static_cast<double>(summary.polls()) / seconds : 0.0;
-  const double polls = static_cast<double>(std::max<uint64_t>(1, summary.polls()));
-  if (loop.poll_mode == "adaptive") {
-    fmt::print("  {} polls, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs for {:.0f} % of them{}; {} late, "
-               "{} missed, poll thread {}; GIL busy {:.1f} %\n",
-               summary.polls(), mean_rate, rate_asked, 100.0 * static_cast<double>(loop.dense_polls) / polls,
-               loop.budget_limited > 0
-                   ? fmt::format(" (the CPU budget slowed {:.0f} %)",
-                                 100.0 * static_cast<double>(loop.budget_limited) / polls)
-                   : "",
-               loop.late, loop.missed, loop.poller_scheduling, 100 * summary.gil_busy_share());
-  } else {
-    fmt::print("  {} polls at {:.0f} Hz ({} {:.0f}), {} late, {} missed, poll thread {}; GIL busy {:.1f} %\n",
-               summary.polls(), mean_rate, loop.poll_mode, rate_asked, loop.late, loop.missed,
-               loop.poller_scheduling, 100 * summary.gil_busy_share());
+  if (o.quiet) return out;
+  polls_lines(out, in, o);
+  fmt::format_to(std::back_inserter(out), "  GIL held {:.1f} % of the recording (all threads together)\n",
+                 100 * summary.gil_busy_share());
+  fmt::format_to(
+      std::back_inserter(out),
+      "  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %);\n"
+      "    a thread that drops the GIL and takes it back with no one in between makes no hand-off: "
+      "not counted, not seen\n",
+      summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
+  if (summary.stops() > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  the process was stopped (SIGSTOP, a debugger) {} time{} for {:.2f} s in all: no thread ran "
+                   "then (marked process_stopped in the trace)\n",
+                   summary.stops(), summary.stops() == 1 ? "" : "s",
+                   static_cast<double>(summary.stopped_ns()) / 1e9);
   }
-  fmt::print("  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %)\n",
-             summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
-  if (loop.dropped_events > 0) {
-    fmt::print("  WARNING: {} events were dropped because the writer fell behind\n", loop.dropped_events);
+  if (in.loop.dropped_events > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  WARNING: {} events are missing from the file (the writer fell behind, or the disk refused "
+                   "writes for too long)\n",
+                   in.loop.dropped_events);
   }
-  fmt::print("  {:>8}  {:<24} {:>7} {:>7} {:>7} {:>13} {:>13}\n", "TID", "THREAD", "HOLD %", "WAIT %", "HOLDS",
-             "LONGEST HOLD", "LONGEST WAIT");
-  for (const auto& t : summary.threads()) {
-    fmt::print("  {:>8}  {:<24} {:>7.1f} {:>7.1f} {:>7} {:>13} {:>13}\n", t.tid, t.name.substr(0, 24),
-               100 * t.hold_share(), 100 * t.wait_share(), t.holds, ms(t.longest_hold_ns), ms(t.longest_wait_ns));
+  if (in.loop.threads_truncated) {
+    fmt::format_to(std::back_inserter(out),
+                   "  WARNING: the process had more threads than gilspy follows ({}); the rest are not in the "
+                   "recording\n",
+                   sampler::ThreadWalker::kMaxThreads);
   }
-  fmt::print("  (HOLD % and WAIT % are shares of each thread's lifetime in the recording)\n");
+  thread_table(out, in, o);
+  return out;
+}
+
+void print_target_summary(const FinishedTarget& done, const SummaryOptions& o) {
+  const SummaryInput in{.pid = done.target.pid,
+                        .rank = done.target.rank,
+                        .python_version = done.target.interp->binary.version.text(),
+                        .raw_path = done.raw_path,
+                        .trace_path = done.trace_path,
+                        .summary = done.summary,
+                        .loop = done.figures};
+  std::fputs(format_target_summary(in, o).c_str(), stdout);
+  std::fflush(stdout);
 }
 
 }  // namespace gilspy::cli

@@ -76,6 +76,8 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::Wait& x) { model_.wait(id, x.tid, x.ts, x.dur); },
           [&](const raw::Waiters& x) { model_.waiters(id, x.ts, static_cast<int>(x.n)); },
           [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
+          // Known only once the stop has ended: too late for a live view (left to the raw file and trace).
+          [](const raw::ProcessStopped&) {},
           [&](const raw::Stats& x) {
             model_.stats(id, x.ts,
                          {.polls = x.polls,

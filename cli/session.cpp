@@ -1,11 +1,13 @@
 #include "cli/session.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <fmt/format.h>
 #include <exception>
 #include <functional>
 #include <thread>
@@ -14,6 +16,7 @@
 
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/launch.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
@@ -54,14 +57,23 @@ std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
 
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
 
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+
 }  // namespace
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 struct Session::Impl {
   SessionOptions options;
-  // Signals are taken over before anything is written, so no SIGINT/SIGTERM can leave a half-written file;
-  // they are acted on once run() runs.
+  // Every catchable signal whose default action ends the process is taken over before anything is written,
+  // so none can leave a half-written file (closing the terminal or the ssh session sends SIGHUP; `timeout`
+  // sends SIGTERM, job schedulers USR1/USR2 or ALRM); they are acted on once run() runs. SIGPIPE is ignored
+  // in main(): a closed stdout only ends the printing.
   asio::io_context io;
-  asio::signal_set signals{io, SIGINT, SIGTERM};
+  asio::signal_set signals{io};
   pid_t child = 0;
   std::optional<int> child_status;
   std::vector<std::unique_ptr<Target>> targets;
@@ -152,8 +164,16 @@ void Session::Impl::drain() {
 }
 
 Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
+  for (const int sig : kStopSignals) impl_->signals.add(sig);
   impl_->options = std::move(options);
   impl_->attach();
+  // Each watched thread may keep two /proc files open (sampler/task_file.hpp): a process with a thousand
+  // threads needs more than the usual soft limit of 1024 descriptors, and the hard limit is ours to take.
+  // Raised only now, so that a launched program starts with the limits it would have had without gilspy.
+  if (struct rlimit files; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   impl_->prepare();
 }
 
@@ -205,8 +225,10 @@ SessionOutcome Session::run() {
         if (ec) return;
         stop_signal = sig;
         stop = true;
-        // A terminal's Ctrl+C already reached the launched program (same process group); pass on the rest.
-        if (m.launch_mode() && !m.child_status && (sig != SIGINT || !::isatty(STDIN_FILENO)))
+        // A terminal's Ctrl+C or Ctrl+\ already reached the launched program (same process group); pass on
+        // the rest.
+        const bool from_terminal = (sig == SIGINT || sig == SIGQUIT) && ::isatty(STDIN_FILENO);
+        if (m.launch_mode() && !m.child_status && !from_terminal)
           ::kill(m.child, sig);
         m.signals.async_wait(on_signal);  // a second Ctrl+C must not kill us half-way through writing
       };
@@ -242,7 +264,7 @@ SessionOutcome Session::run() {
   const auto& lc = loop.counters();
   SessionEnd end;
   end.stop_reason = main_error    ? "error"
-                    : stop_signal ? (stop_signal == SIGINT ? "SIGINT" : "SIGTERM")
+                    : stop_signal ? signal_name(stop_signal)
                     : reason == sampler::StopReason::kDuration    ? "duration"
                     : reason == sampler::StopReason::kTargetsGone ? "target exited"
                                                                   : "stopped";
@@ -254,6 +276,7 @@ SessionOutcome Session::run() {
     fig.late = lc.late.load();
     fig.missed = lc.missed.load();
     fig.max_lateness_ns = lc.max_lateness_ns.load();
+    fig.p99_lateness_ns = lc.lateness.quantile_ns(0.99);
     fig.poller_scheduling = sampler::to_string(lc.scheduling.load());
     fig.poll_mode = m.options.loop.busy ? "busy" : m.options.loop.adaptive ? "adaptive" : "fixed";
     fig.dense_polls = lc.dense_polls.load();
@@ -263,10 +286,20 @@ SessionOutcome Session::run() {
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
     fig.threads_truncated = t->sampler->truncated_threads();
-    fig.stop_reason = end.stop_reason;
+    // A target that ended by itself says how (exited, exec'd); the others share the session's reason.
+    const sampler::TargetEnd cause = t->sampler->end_cause();
+    fig.stop_reason = cause == sampler::TargetEnd::kRunning ? end.stop_reason : sampler::to_string(cause);
     end.figures[t->info.id] = fig;
   }
-  for (Sink* s : m.sinks) s->finish(end);
+  // Every sink is finished even when an earlier one fails (a status line on a closed terminal must not leave
+  // the raw files unfinished); the first failure is rethrown after.
+  for (Sink* s : m.sinks) {
+    try {
+      s->finish(end);
+    } catch (...) {
+      if (!main_error) main_error = std::current_exception();
+    }
+  }
   if (main_error) std::rethrow_exception(main_error);
   if (loop_error) std::rethrow_exception(loop_error);
 
@@ -275,6 +308,15 @@ SessionOutcome Session::run() {
   out.stop_signal = stop_signal;
   out.launched = m.launch_mode();
   out.elapsed_s = static_cast<double>(end.end_ns) / 1e9;
+  for (const auto& t : m.targets) {
+    const sampler::TargetEnd cause = t->sampler->end_cause();
+    if (cause == sampler::TargetEnd::kRunning || cause == sampler::TargetEnd::kExited) continue;
+    out.early_ends.push_back(fmt::format("pid {} {}", t->info.pid,
+                                         cause == sampler::TargetEnd::kExeced
+                                             ? "exec'd another program (" +
+                                                   escape_for_terminal(process_executable(t->info.pid)) + ")"
+                                             : "lives on, but its interpreter is gone (finalized)"));
+  }
   if (m.launch_mode()) {
     int status = 0;
     if (!m.child_status && ::waitpid(m.child, &status, 0) == m.child) m.child_status = status;

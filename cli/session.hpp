@@ -1,10 +1,10 @@
 #pragma once
 // A session: the targets (attached, or one launched program), a sampler per target, the poll loop on its own
-// thread, and on the calling thread a Boost.Asio loop (SIGINT/SIGTERM, the drain timer) that moves records
+// thread, and on the calling thread a Boost.Asio loop (terminating signals, the drain timer) that moves records
 // from the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end summary;
 // `top` = session + screen sink.
 //
-//   Session session(options);        // takes over SIGINT/SIGTERM, attaches (or launches and attaches)
+//   Session session(options);        // takes over the terminating signals, attaches (or launches and attaches)
 //   session.add_sink(raw_files);     // any number, called in the order added
 //   SessionOutcome out = session.run();  // until the duration, a signal, or every target is gone
 #include <sys/types.h>
@@ -23,6 +23,9 @@ class io_context;
 
 namespace gilspy::cli {
 
+// "SIGHUP" for SIGHUP: how stop reasons and messages name a signal.
+std::string signal_name(int sig);
+
 struct SessionOptions {
   std::vector<int> pids;
   std::vector<std::string> command;  // launch mode: start this and record it (instead of pids)
@@ -33,10 +36,13 @@ struct SessionOptions {
 // How a session ended, for the exit policy.
 struct SessionOutcome {
   sampler::StopReason reason = sampler::StopReason::kStopped;
-  int stop_signal = 0;  // SIGINT or SIGTERM when a signal stopped it
+  int stop_signal = 0;  // the signal that stopped it (INT, TERM, HUP, QUIT, USR1, USR2, ALRM), else 0
   bool launched = false;
   std::optional<int> child_status;  // launch mode: the program's wait status, once it has been reaped
   double elapsed_s = 0;             // recorded time
+  // Targets whose recording ended while the process lives on, one phrase each ("pid 12 exec'd another
+  // program (/usr/bin/x)"), printable.
+  std::vector<std::string> early_ends;
 };
 
 class Session {
@@ -51,7 +57,7 @@ class Session {
   void add_sink(Sink& sink);  // before run(); the sink outlives the session's run()
   std::vector<const SessionTarget*> targets() const;
 
-  // Polls until the duration passes, SIGINT/SIGTERM, request_stop(), or every target is gone; delivers every
+  // Polls until the duration passes, a terminating signal, request_stop(), or every target is gone; delivers every
   // record; calls every sink's finish() even when polling failed, then rethrows what failed (the drain side's
   // error first).
   SessionOutcome run();

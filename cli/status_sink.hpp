@@ -1,6 +1,7 @@
 #pragma once
 // The live status line of `gilspy record` on a terminal: elapsed time, polls and their rate, late polls,
 // hand-offs seen / happened, redrawn every fifth drain (250 ms) and cleared at the end.
+#include <string>
 #include <vector>
 
 #include "cli/sink.hpp"
@@ -15,8 +16,10 @@ class StatusLineSink final : public Sink {
   void finish(const SessionEnd&) override;
 
  private:
+  void put(const std::string& text);
   std::vector<const SessionTarget*> targets_;
   int calls_ = 0;
+  bool gone_ = false;  // stderr could not be written (terminal closed): print no more
 };
 
 }  // namespace gilspy::cli

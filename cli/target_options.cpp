@@ -36,7 +36,7 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_option("--attach-timeout", a.attach_timeout_s,
                  "Seconds to wait for a launched program's interpreter to start")
       ->default_val(10.0)
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd.add_option("command", a.command, "Program to launch and " + verb + " (after --)");
   cmd.positionals_at_end(true);
 }
@@ -44,6 +44,7 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
 std::vector<int> TargetArgs::pids() const {
   std::vector<int> out;
   if (!pid_text.empty()) out = parse_pid_list(pid_text);
+  for (const int pid : out) require_process_id(pid);
   if (out.empty() == command.empty()) {
     throw Error(ErrorKind::kUsage,
                 "give either -p PID[,PID...] or a program to launch after --, not both or "

@@ -18,7 +18,7 @@
 #include "cli/screen_sink.hpp"
 #include "cli/session.hpp"
 #include "cli/target_options.hpp"
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/top/keys.hpp"
 #include "cli/top/terminal.hpp"
 #include "cli/top/top_render.hpp"
@@ -110,7 +110,7 @@ class TopView {
       lines.push_back(
           {{{fmt::format("pid {}  rank {}  Python {}  ", t->pid, t->rank, t->interp->binary.version.text()),
              top::Style::kBold},
-            {top::escape_for_terminal(t->command), top::Style::kPlain}},
+            {escape_for_terminal(t->command), top::Style::kPlain}},
            false});
     }
     std::vector<std::string> out;
@@ -158,7 +158,7 @@ int run_top(const TopOptions& o) {
   std::vector<std::string> files_written;
   std::optional<RawFileSink> files;
   if (!o.output_dir.empty()) {
-    files.emplace(o.output_dir, true, [&](const FinishedTarget& done) {
+    files.emplace(o.output_dir, true, kDefaultOutputMode, [&](const FinishedTarget& done) {
       files_written.push_back(fmt::format("gilspy: pid {}: raw data {}, trace {}", done.target.pid,
                                           done.raw_path, done.trace_path));
     });

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/output_file.hpp"
 #include "gilspy_version.hpp"
 #include "raw/summary.hpp"
 
@@ -46,45 +47,28 @@ std::string json_string(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The output file: events are formatted into a buffer that goes out in large writes.
+// The output file: events are formatted into a buffer that goes out in large writes. Created unnamed (or under a
+// random name) in the output's folder and given the output's name only when complete (base/output_file.hpp);
+// destroyed before that, it leaves nothing behind.
 class TraceFile {
  public:
-  explicit TraceFile(std::string path) : path_(std::move(path)) {
-    file_ = std::fopen(path_.c_str(), "w");
-    if (file_ == nullptr) throw Error(ErrorKind::kIo, "cannot create " + path_ + ": " + std::strerror(errno));
-  }
-  ~TraceFile() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  TraceFile(const TraceFile&) = delete;
-  TraceFile& operator=(const TraceFile&) = delete;
+  TraceFile(const std::string& path, mode_t mode) : file_(OutputFile::temporary(path, mode)) {}
 
   fmt::memory_buffer& buf() { return buf_; }
   void maybe_drain() {
     if (buf_.size() >= (1 << 16)) drain();
   }
   void drain() {
-    if (buf_.size() != 0 && std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) fail();
+    file_.write_all(std::string_view(buf_.data(), buf_.size()));
     buf_.clear();
   }
-  void close() {
+  void commit() {
     drain();
-    const bool ok = std::fflush(file_) == 0 && std::ferror(file_) == 0;
-    const int saved = errno;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!ok || !closed) {
-      throw Error(ErrorKind::kIo, "cannot write " + path_ + ": " + std::strerror(ok ? errno : saved));
-    }
+    file_.commit();
   }
 
  private:
-  [[noreturn]] void fail() {
-    throw Error(ErrorKind::kIo, "cannot write " + path_ + ": " + std::strerror(errno));
-  }
-
-  std::string path_;
-  std::FILE* file_ = nullptr;
+  OutputFile file_;
   fmt::memory_buffer buf_;
 };
 
@@ -207,7 +191,9 @@ class InputConverter {
     std::visit(raw::overloaded{
                    [&](const raw::ThreadStart& x) {
                      Lane& l = lane(x.tid);
-                     const std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
+                     std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
+                     // A container's own id of the thread, as its profiler's trace names it.
+                     if (x.ns_tid != 0) name += fmt::format(" [tid {} in its PID namespace]", x.ns_tid);
                      if (!l.named || l.name != name) name_lane(x.tid, l, name);
                    },
                    [&](const raw::Hold& x) { interval(true, x.tid, x.ts, x.dur); },
@@ -226,6 +212,15 @@ class InputConverter {
                      last_stats_ = x;
                      seen_until(x.ts);
                    },
+                   [&](const raw::ProcessStopped& x) {
+                     // On the process's own lane (tid 0, where the counter is), named once.
+                     if (!stop_lane_named_) {
+                       out_.metadata("thread_name", pid_, 0, offset_ns_, "name", json_string("process"));
+                       stop_lane_named_ = true;
+                     }
+                     out_.slice("process_stopped", pid_, 0, offset_ns_ + x.ts, offset_ns_ + x.ts + x.dur);
+                     seen_until(x.ts + x.dur);
+                   },
                    [&](const raw::ThreadEnd& x) { seen_until(x.ts); },
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
                },
@@ -240,13 +235,18 @@ class InputConverter {
     }
     report_.records = result.records;
     report_.complete = result.complete;
+    report_.corrupt = result.corrupt;
     report_.problem = result.problem;
+    report_.bytes = result.bytes;
+    report_.damage_offset = result.damage_offset;
+    report_.unread_lines = result.unread_lines;
     json summary;
     if (result.summary) {
       summary = *result.summary;
     } else {
       raw::LoopFigures loop;
-      loop.stop_reason = "unknown (recording cut short; summary rebuilt by convert)";
+      loop.stop_reason = result.corrupt ? "unknown (file corrupt; summary rebuilt by convert from what was salvaged)"
+                                        : "unknown (recording cut short; summary rebuilt by convert)";
       summary = summary_.to_json(report_.meta.rate_hz, loop);
       report_.summary_rebuilt = true;
     }
@@ -258,6 +258,7 @@ class InputConverter {
               {"python_version", m.python_version},
               {"hostname", m.hostname},
               {"complete", report_.complete},
+              {"corrupt", report_.corrupt},
               {"problem", report_.problem},
               {"records", report_.records},
               {"trace_events", report_.events},
@@ -306,6 +307,7 @@ class InputConverter {
                offset_ns_ + end, fmt::format(R"({{"waiters":{}}})", waiters_now_));
   }
   void seen_until(int64_t ts) { last_seen_ns_ = std::max(last_seen_ns_, ts); }
+  bool stop_lane_named_ = false;
 
   struct Lane {
     std::string name;
@@ -344,15 +346,6 @@ class InputConverter {
   raw::SummaryBuilder summary_;
 };
 
-// Removes the temporary output unless the conversion got to the end.
-struct TempFileGuard {
-  std::string path;
-  bool keep = false;
-  ~TempFileGuard() {
-    if (!keep) std::remove(path.c_str());
-  }
-};
-
 }  // namespace
 
 int64_t reader_safe_dur_ns(int64_t start_ns, int64_t end_ns) {
@@ -387,7 +380,8 @@ std::string default_output_path(const std::string& input) {
   return stem + ".trace.json";
 }
 
-ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, const std::string& output) {
+ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, const std::string& output,
+                                      const ConvertOptions& options) {
   if (inputs.empty()) throw Error(ErrorKind::kUsage, "no input to convert");
   ConvertReport report;
   report.output = output;
@@ -406,8 +400,7 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
   for (const auto& r : report.inputs) report.base_time_ns = std::min(report.base_time_ns, r.meta.realtime_ns);
 
   // Pass 2: stream the events.
-  TempFileGuard guard{output + ".tmp"};
-  TraceFile file(guard.path);
+  TraceFile file(output, options.mode);
   file.buf().append(std::string_view("{\"traceEvents\":[\n"));
   EventWriter events(file);
   json other_inputs = json::array();
@@ -417,7 +410,7 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
     const size_t before = events.count();
     const raw::ReadResult result = raw::read(
         in, r.path, [&](const raw::Meta& m) { conv.on_meta(m); },
-        [&](const raw::Record& rec) { conv.on_record(rec); });
+        [&](const raw::Record& rec) { conv.on_record(rec); }, {.salvage = options.salvage});
     json entry = conv.finish(result);
     r.events = events.count() - before;
     entry["trace_events"] = r.events;
@@ -434,12 +427,7 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
   fmt::format_to(std::back_inserter(file.buf()),
                  "\n],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":{},\n\"otherData\":{}}}\n",
                  report.base_time_ns, other.dump(-1, ' ', false, json::error_handler_t::replace));
-  file.close();
-  if (std::rename(guard.path.c_str(), output.c_str()) != 0) {
-    throw Error(ErrorKind::kIo,
-                "cannot rename " + guard.path + " to " + output + ": " + std::strerror(errno));
-  }
-  guard.keep = true;
+  file.commit();
   return report;
 }
 

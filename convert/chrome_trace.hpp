@@ -29,13 +29,15 @@
 // the next (reader_safe_dur_ns); DevTools drops a slice that starts inside the previous one and ends after it.
 //
 // Streaming: a first pass reads only each input's metadata, the second streams its events straight to the
-// output; memory grows with the number of threads, not of events. The output is written as `<output>.tmp` and
-// renamed when complete.
+// output; memory grows with the number of threads, not of events. The output is created unnamed (O_TMPFILE;
+// else under a random `<output>.<hex>.tmp`) beside its final name and takes that name only when complete, never
+// through a link (base/output_file.hpp); mode 0600 unless asked otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/output_file.hpp"
 #include "raw/raw_format.hpp"
 
 namespace gilspy::convert {
@@ -55,7 +57,11 @@ struct ConvertInputReport {
   size_t events = 0;      // trace events written for it
   size_t adjusted = 0;    // slices or counter samples moved so that a lane stays ordered and non-overlapping
   bool complete = false;  // false: a recording cut short, converted up to its last complete event
+  bool corrupt = false;   // (salvage only) a damaged file, converted up to the damage
   std::string problem;    // when !complete: what was wrong, and where
+  uint64_t bytes = 0;          // when !complete: the input's length
+  uint64_t damage_offset = 0;  // when corrupt: where reading stopped (byte from 0)
+  uint64_t unread_lines = 0;   // when corrupt: lines after it that were not converted
   bool summary_rebuilt = false;  // the file had no summary; rebuilt from its events
 };
 
@@ -66,11 +72,18 @@ struct ConvertReport {
   int64_t base_time_ns = 0;  // baseTimeNanoseconds
 };
 
+struct ConvertOptions {
+  mode_t mode = kDefaultOutputMode;  // of the output (base/output_file.hpp)
+  bool salvage = false;              // convert a corrupt input up to its damage instead of refusing it
+};
+
 // Converts and merges `inputs` into `output`. Throws Error(kIo) for an input that cannot be opened or an
-// output that cannot be written, Error(kBadInput) (from raw::read, naming the file and the place) for an
-// input that is not a raw recording or is malformed before its end; then no output is left behind. A
-// recording cut short is not an error: it is converted as far as it goes and reported with complete == false.
-ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, const std::string& output);
+// output that cannot be written (or whose name is taken by a link, another user's file, ...), Error(kBadInput)
+// (from raw::read, naming the file and the place) for an input that is not a raw recording, Error(kCorrupt)
+// for one damaged after its start (unless options.salvage); then no output is left behind. A recording cut
+// short is not an error: it is converted as far as it goes and reported with complete == false.
+ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, const std::string& output,
+                                      const ConvertOptions& options = {});
 
 // Where `gilspy convert` writes when given one input and no -o: "dir/X.json" (or "dir/X.json.partial") ->
 // "dir/X.trace.json"; another name gets ".trace.json" appended.

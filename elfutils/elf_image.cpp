@@ -1,6 +1,8 @@
 #include "elfutils/elf_image.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
@@ -35,10 +37,33 @@ ElfImage::ElfImage(ElfImage&&) noexcept = default;
 ElfImage& ElfImage::operator=(ElfImage&&) noexcept = default;
 
 ElfImage ElfImage::open(const std::string& path) {
-  if (elf_version(EV_CURRENT) == EV_NONE) fail(path, "libelf is too old");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, std::strerror(errno));
+  return from_fd(fd, path);
+}
+
+ElfImage ElfImage::open_in_process(pid_t pid, const std::string& path) {
+  const std::string root_path = "/proc/" + std::to_string(pid) + "/root";
+  const int root = ::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) fail(root_path + path, std::strerror(errno));
+  struct open_how how = {};
+  how.flags = O_RDONLY | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const std::string relative = path.empty() || path[0] != '/' ? path : path.substr(1);
+  int fd = static_cast<int>(::syscall(SYS_openat2, root, relative.c_str(), &how, sizeof how));
+  if (fd < 0 && errno == ENOSYS) {  // kernels before 5.6: at least the last component is not a link
+    fd = ::openat(root, relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  }
+  const int err = errno;
+  ::close(root);
+  if (fd < 0) fail(root_path + path, err == ELOOP ? "a symbolic link on the way (not followed)" : std::strerror(err));
+  return from_fd(fd, root_path + path);
+}
+
+ElfImage ElfImage::from_fd(int fd, const std::string& path) {
   auto impl = std::make_unique<Impl>();
-  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (impl->fd < 0) fail(path, std::strerror(errno));
+  impl->fd = fd;
+  if (elf_version(EV_CURRENT) == EV_NONE) fail(path, "libelf is too old");
   impl->elf = elf_begin(impl->fd, ELF_C_READ_MMAP, nullptr);
   if (impl->elf == nullptr || elf_kind(impl->elf) != ELF_K_ELF) fail(path, "not an ELF file");
   GElf_Ehdr ehdr;

@@ -1,4 +1,5 @@
 #pragma once
+#include <sys/types.h>
 // One ELF file on disk, read with libelf: symbols (.dynsym and .symtab), sections, and the bytes behind a
 // virtual address. Knows nothing of CPython.
 #include <cstdint>
@@ -24,6 +25,10 @@ class ElfImage {
  public:
   // Throws Error(kElf) when the file cannot be opened or is not ELF.
   static ElfImage open(const std::string& path);
+  // `path` as process `pid` sees it (its mount namespace: a container's files), resolved inside the process's
+  // root without following any symlink (the target controls its file system: a link planted there must not
+  // make gilspy, as root, read something else). The maps' paths are canonical, so a real binary needs none.
+  static ElfImage open_in_process(pid_t pid, const std::string& path);
   ~ElfImage();
   ElfImage(ElfImage&&) noexcept;
   ElfImage& operator=(ElfImage&&) noexcept;
@@ -45,6 +50,7 @@ class ElfImage {
  private:
   struct Impl;
   explicit ElfImage(std::unique_ptr<Impl> impl);
+  static ElfImage from_fd(int fd, const std::string& path);  // takes the descriptor
   std::unique_ptr<Impl> impl_;
   std::string path_;
   bool is_exec_ = false;

@@ -38,7 +38,7 @@ std::vector<Mapping> read_maps(pid_t pid) {
   if (!text) {
     if (errno == EACCES || errno == EPERM) {
       throw Error(ErrorKind::kPermission, "no permission to inspect process " + std::to_string(pid) + ": " +
-                                              ptrace_permission_hint());
+                                              ptrace_permission_hint(pid));
     }
     throw Error(ErrorKind::kNoSuchProcess, "no process with PID " + std::to_string(pid));
   }

@@ -89,20 +89,35 @@ bool looks_like_py_version(const std::string& token) {
   return true;
 }
 
-// Before 3.11 there is no Py_Version: the PY_VERSION literal ("3.9.18") sits NUL-terminated in .rodata.
-// Look for "\0<major>.<minor>." and take the token that follows.
+// Before 3.11 there is no Py_Version: the PY_VERSION literal ("3.9.18", what Py_GetVersion() prints first) sits
+// NUL-terminated in .rodata. The linker merges a string into the tail of a longer one that ends the same way,
+// and a build whose prefix ends in the version (pyenv: /root/.pyenv/versions/3.9.18; the build directory
+// .../Python-3.9.18) keeps the literal only as such a tail. So look for "<major>.<minor>.<micro...>\0" that
+// starts a string or follows '/' or '-', and accept it only when every such tail says the same version: a
+// version is read from the binary or not at all, never guessed.
 std::optional<PyVersion> version_from_rodata(const ElfImage& image, const PyVersion& hint) {
   const auto rodata = image.section_bytes(".rodata");
   if (!rodata) return std::nullopt;
-  const std::string needle = std::string(1, '\0') + std::to_string(hint.major) + "." + std::to_string(hint.minor) + ".";
+  const std::string needle = std::to_string(hint.major) + "." + std::to_string(hint.minor) + ".";
   const std::string_view hay(reinterpret_cast<const char*>(rodata->data()), rodata->size());
+  std::optional<std::string> whole, tail;  // a string of its own; a tail of a longer string
+  bool tails_disagree = false;
   for (size_t pos = hay.find(needle); pos != std::string_view::npos; pos = hay.find(needle, pos + 1)) {
-    const size_t start = pos + 1;
-    const size_t end = hay.find('\0', start);
-    if (end == std::string_view::npos || end - start > 16) continue;
-    const std::string token(hay.substr(start, end - start));
-    if (looks_like_py_version(token)) return parse_version_text(token);
+    const char before = pos == 0 ? '\0' : hay[pos - 1];
+    if (before != '\0' && before != '/' && before != '-') continue;
+    const size_t end = hay.find('\0', pos);
+    if (end == std::string_view::npos || end - pos > 16) continue;
+    const std::string token(hay.substr(pos, end - pos));
+    if (!looks_like_py_version(token)) continue;
+    if (before == '\0') {
+      whole = token;
+      break;
+    }
+    if (tail && *tail != token) tails_disagree = true;
+    tail = token;
   }
+  if (whole) return parse_version_text(*whole);
+  if (tail && !tails_disagree) return parse_version_text(*tail);
   return std::nullopt;
 }
 
@@ -143,7 +158,7 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
     const std::string open_path = path_in_process(pid, cand.path);
     std::optional<ElfImage> image;
     try {
-      image.emplace(ElfImage::open(open_path));
+      image.emplace(ElfImage::open_in_process(pid, cand.path));
     } catch (const Error&) {
       continue;  // a data file or something we cannot read: not the interpreter
     }

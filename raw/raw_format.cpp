@@ -1,6 +1,10 @@
 #include "raw/raw_format.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <streambuf>
+#include <string_view>
 #include <cstring>
 #include <variant>
 #include <vector>
@@ -32,11 +36,21 @@ Meta meta_from_json(const json& j) {
     if (!j.is_object() || !j.contains(key)) throw Error(ErrorKind::kBadInput, std::string("meta has no \"") + key + "\"");
     return j.at(key);
   };
+  // Only integers (a float converted to one would be undefined past its range), within int64.
+  auto integer = [](const json& v, const char* key) -> int64_t {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX})) {
+      throw Error(ErrorKind::kBadInput, std::string("meta's \"") + key + "\" is not an integer in range");
+    }
+    return v.get<int64_t>();
+  };
+  auto optional_unsigned = [&](const char* key) -> uint64_t {
+    return j.contains(key) && j.at(key).is_number_unsigned() ? j.at(key).get<uint64_t>() : 0;
+  };
   try {
     Meta m;
     m.gilspy_version = need("gilspy_version").get<std::string>();
-    m.pid = need("pid").get<int64_t>();
-    m.rank = need("rank").get<int64_t>();
+    m.pid = integer(need("pid"), "pid");
+    m.rank = integer(need("rank"), "rank");
     m.python_version = need("python_version").get<std::string>();
     m.python_binary = j.value("python_binary", "");
     m.build = j.value("build", "");
@@ -44,11 +58,17 @@ Meta meta_from_json(const json& j) {
     m.command = j.value("command", "");
     m.hostname = j.value("hostname", "");
     const json& clock = need("clock");
-    m.monotonic_ns = clock.at("monotonic_ns").get<int64_t>();
-    m.realtime_ns = clock.at("realtime_ns").get<int64_t>();
+    m.monotonic_ns = integer(clock.at("monotonic_ns"), "clock.monotonic_ns");
+    m.realtime_ns = integer(clock.at("realtime_ns"), "clock.realtime_ns");
     m.rate_hz = need("rate_hz").get<double>();
-    m.switch_interval_us = j.value("switch_interval_us", uint64_t{0});
-    m.gil_addr = j.value("gil_addr", uint64_t{0});
+    m.switch_interval_us = optional_unsigned("switch_interval_us");
+    m.gil_addr = optional_unsigned("gil_addr");
+    // Bounded so that what readers compute from them (a trace's time offsets, pid shifts) cannot overflow.
+    if (m.pid < 0 || m.pid > INT32_MAX) throw Error(ErrorKind::kBadInput, "meta has a pid out of range");
+    constexpr int64_t kMaxClockNs = int64_t{1} << 62;  // year 2116
+    if (m.monotonic_ns < 0 || m.monotonic_ns > kMaxClockNs || m.realtime_ns < 0 || m.realtime_ns > kMaxClockNs) {
+      throw Error(ErrorKind::kBadInput, "meta has a clock anchor out of range");
+    }
     return m;
   } catch (const json::exception& e) {
     throw Error(ErrorKind::kBadInput, std::string("meta is malformed: ") + e.what());
@@ -60,7 +80,9 @@ std::optional<std::string> record_line(const Record& r) {
       overloaded{
           // A thread name comes from the kernel and need not be UTF-8: replace what is not, never throw.
           [](const ThreadStart& x) -> std::optional<std::string> {
-            return json::array({"T", x.tid, x.ts, x.name, x.tstate}).dump(-1, ' ', false, json::error_handler_t::replace);
+            json a = json::array({"T", x.tid, x.ts, x.name, x.tstate});
+            if (x.ns_tid != 0) a.push_back(x.ns_tid);
+            return a.dump(-1, ' ', false, json::error_handler_t::replace);
           },
           [](const Hold& x) -> std::optional<std::string> { return json::array({"H", x.tid, x.ts, x.dur}).dump(); },
           [](const Wait& x) -> std::optional<std::string> { return json::array({"W", x.tid, x.ts, x.dur}).dump(); },
@@ -69,58 +91,148 @@ std::optional<std::string> record_line(const Record& r) {
           [](const Stats& x) -> std::optional<std::string> {
             return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total}).dump();
           },
+          [](const ProcessStopped& x) -> std::optional<std::string> {
+            return json::array({"P", x.ts, x.dur}).dump();
+          },
           [](const ThreadState&) -> std::optional<std::string> { return std::nullopt; },
       },
       r);
 }
 
-Writer::Writer(std::string final_path, const Meta& meta)
-    : final_path_(std::move(final_path)), partial_path_(final_path_ + ".partial") {
-  file_ = std::fopen(partial_path_.c_str(), "w");
-  if (file_ == nullptr) {
-    throw Error(ErrorKind::kIo, "cannot create " + partial_path_ + ": " + std::strerror(errno));
+Writer::Writer(std::string final_path, const Meta& meta, WriterOptions options)
+    : final_path_(std::move(final_path)),
+      partial_path_(final_path_ + ".partial"),
+      options_(options),
+      file_((OutputFile::check_replaceable(final_path_), OutputFile::named(partial_path_, options.mode))) {
+  pending_ = std::string("{\"format\":\"") + kFormatName + "\",\"format_version\":" +
+             std::to_string(kFormatVersion) + ",\n\"meta\":" +
+             to_json(meta).dump(-1, ' ', false, json::error_handler_t::replace) + ",\n\"events\":[";
+  if (auto e = flush()) {
+    file_.discard();
+    throw *e;
   }
-  std::setvbuf(file_, nullptr, _IOFBF, 1 << 16);
-  const std::string header = std::string("{\"format\":\"") + kFormatName + "\",\"format_version\":" +
-                             std::to_string(kFormatVersion) + ",\n\"meta\":" + to_json(meta).dump(-1, ' ', false, json::error_handler_t::replace) +
-                             ",\n\"events\":[";
-  std::fputs(header.c_str(), file_);
-  flush();
 }
 
-Writer::~Writer() {
-  if (file_ != nullptr) std::fclose(file_);  // unfinished: the .partial stays for recovery
-}
+Writer::~Writer() = default;  // unfinished: the .partial stays for recovery
 
 void Writer::write(const Record& r) {
   if (const auto line = record_line(r)) write_line(*line);
 }
 
 void Writer::write_line(const std::string& line) {
-  std::fputs(first_event_ ? "\n" : ",\n", file_);
+  const size_t size = line.size() + 2;
+  if (pending_.size() + size > options_.max_pending_bytes) {
+    ++lost_records_;
+    return;
+  }
+  pending_ += first_event_ ? "\n" : ",\n";
   first_event_ = false;
-  std::fputs(line.c_str(), file_);
+  pending_ += line;
+  if (!failing_ && pending_.size() >= (size_t{1} << 16)) flush();
 }
 
-void Writer::flush() {
-  if (file_ != nullptr) std::fflush(file_);
+std::optional<Error> Writer::flush() {
+  int error = 0;
+  const size_t written = file_.write_some(pending_, &error);
+  pending_.erase(0, written);
+  failing_ = error != 0;
+  if (!failing_) return std::nullopt;
+  return Error(ErrorKind::kIo, "cannot write " + partial_path_ + ": " + errno_text(error));
 }
 
 void Writer::finish(const json& summary) {
-  write_line(R"(["F"])");
-  const std::string tail =
-      "],\n\"summary\":" + summary.dump(-1, ' ', false, json::error_handler_t::replace) + "}\n";
-  std::fputs(tail.c_str(), file_);
-  const bool ok = std::fflush(file_) == 0 && std::ferror(file_) == 0;
-  std::fclose(file_);
-  file_ = nullptr;
-  if (!ok) throw Error(ErrorKind::kIo, "cannot write " + partial_path_ + ": " + std::strerror(errno));
-  if (std::rename(partial_path_.c_str(), final_path_.c_str()) != 0) {
-    throw Error(ErrorKind::kIo, "cannot rename " + partial_path_ + " to " + final_path_ + ": " + std::strerror(errno));
-  }
+  // The end marker and summary go in even past the memory bound: they are what makes the file complete.
+  pending_ += first_event_ ? "\n" : ",\n";
+  first_event_ = false;
+  pending_ += R"(["F"])";
+  pending_ += "],\n\"summary\":" + summary.dump(-1, ' ', false, json::error_handler_t::replace) + "}\n";
+  if (auto e = flush()) throw *e;
+  file_.commit(final_path_);
+}
+
+void Writer::discard() {
+  file_.discard();
 }
 
 namespace {
+
+// Deeper than anything gilspy writes (the summary's threads are 3 levels down), shallow enough that no reader of
+// the values built from a file (dump, destructors, copies) can run out of stack.
+constexpr int kMaxNesting = 64;
+// Times and durations of events are bounded so that every sum the readers form (ts + dur, a trace's offset +
+// ts, a thread's total hold time) stays far from int64 overflow: 2^60 ns is 36 years.
+constexpr int64_t kMaxEventNs = int64_t{1} << 60;
+constexpr int64_t kMaxTotalDurationNs = int64_t{1} << 62;
+// The bytes that end the events of every file the Writer finishes (strings inside are escaped, so this cannot
+// occur inside one): a file that has them was finished, whatever happened to it later.
+constexpr std::string_view kEndMarker = R"(["F"]])";
+
+// Passes the input through to the JSON parser, counting bytes and looking for the end marker, so that a file
+// that stops parsing can be told apart: cut short (no end marker: a killed recording) or corrupt (it has one).
+class ScanningBuffer final : public std::streambuf {
+ public:
+  explicit ScanningBuffer(std::streambuf* source) : source_(source) {}
+  // Bytes handed to the parser so far.
+  uint64_t consumed() const { return before_ + static_cast<uint64_t>(gptr() - eback()); }
+  bool marker_seen() const { return marker_seen_; }
+  bool at_end() const { return at_end_; }
+  // Reads the rest; returns the number of line ends in it.
+  uint64_t drain_counting_lines() {
+    uint64_t lines = static_cast<uint64_t>(std::count(gptr(), egptr(), '\n'));
+    setg(eback(), egptr(), egptr());
+    while (underflow() != traits_type::eof()) {
+      lines += static_cast<uint64_t>(std::count(gptr(), egptr(), '\n'));
+      setg(eback(), egptr(), egptr());
+    }
+    return lines;
+  }
+  uint64_t total() const { return before_ + static_cast<uint64_t>(egptr() - eback()); }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    before_ += static_cast<uint64_t>(egptr() - eback());
+    const std::streamsize n = at_end_ ? 0 : source_->sgetn(chunk_, sizeof chunk_);
+    if (n <= 0) {
+      at_end_ = true;
+      setg(chunk_, chunk_, chunk_);
+      return traits_type::eof();
+    }
+    scan(std::string_view(chunk_, static_cast<size_t>(n)));
+    setg(chunk_, chunk_, chunk_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  void scan(std::string_view chunk) {
+    if (marker_seen_) return;
+    // The marker may straddle two chunks: look at the end of the previous one together with this one.
+    const std::string joined = tail_ + std::string(chunk.substr(0, std::min(chunk.size(), kEndMarker.size())));
+    if (joined.find(kEndMarker) != std::string::npos || chunk.find(kEndMarker) != std::string_view::npos) {
+      marker_seen_ = true;
+      return;
+    }
+    const std::string last = tail_ + std::string(chunk);
+    tail_ = last.substr(last.size() > kEndMarker.size() ? last.size() - (kEndMarker.size() - 1) : 0);
+  }
+
+  std::streambuf* source_;
+  char chunk_[1 << 16];
+  uint64_t before_ = 0;  // bytes in the chunks before the current one
+  std::string tail_;
+  bool marker_seen_ = false;
+  bool at_end_ = false;
+};
+
+// The parser's text for a syntax error, without its "last read: '...'" (the file's own bytes, which must not
+// reach a terminal raw) and without the exception's id.
+std::string syntax_error_text(const std::string& what) {
+  std::string s = what;
+  if (const size_t last = s.find("; last read"); last != std::string::npos) s.resize(last);
+  if (const size_t id = s.find("] "); id != std::string::npos && s.rfind("[json.exception", 0) == 0) s.erase(0, id + 2);
+  if (const size_t colon = s.find(": "); colon != std::string::npos && s.rfind("parse error", 0) == 0) s.erase(0, colon + 2);
+  return s;
+}
 
 // Builds small JSON subtrees (meta, summary, one event) out of SAX calls.
 class SubtreeBuilder {
@@ -173,51 +285,62 @@ class SubtreeBuilder {
   bool started_ = false;
 };
 
-// One event line; nullopt for ["F"], the end of the events.
+// One event line; nullopt for ["F"], the end of the events. Throws Error(kCorrupt) naming the event.
 std::optional<Record> record_from_json(const json& a, size_t index, const std::string& name) {
   auto bad = [&](const std::string& why) -> Error {
-    return Error(ErrorKind::kBadInput, name + ": event #" + std::to_string(index + 1) + " " + why);
+    return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
   if (!a.is_array() || a.empty() || !a[0].is_string() || a[0].get<std::string>().size() != 1) {
     throw bad("is not [\"<kind>\", ...]");
   }
   auto num = [&](size_t i) -> int64_t {
     if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
+    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      throw bad("has a number out of range at position " + std::to_string(i));
+    }
     return a[i].get<int64_t>();
   };
   auto count = [&](size_t i) { return static_cast<uint64_t>(num(i)); };
+  auto moment = [&](size_t i) {
+    const int64_t t = num(i);
+    if (t < -kMaxEventNs || t > kMaxEventNs) throw bad("has a time out of range at position " + std::to_string(i));
+    return t;
+  };
   auto duration = [&](size_t i) {
     const int64_t d = num(i);
     if (d < 0) throw bad("has a negative duration");
+    if (d > kMaxEventNs) throw bad("has a duration out of range");
     return d;
   };
   switch (a[0].get<std::string>()[0]) {
     case 'T': {
       ThreadStart r;
       r.tid = num(1);
-      r.ts = num(2);
+      r.ts = moment(2);
       if (a.size() < 4 || !a[3].is_string()) throw bad("has no thread name");
       r.name = a[3].get<std::string>();
       r.tstate = a.size() > 4 && a[4].is_number_unsigned() ? a[4].get<uint64_t>() : 0;
+      r.ns_tid = a.size() > 5 && a[5].is_number_integer() ? a[5].get<int64_t>() : 0;
       return r;
     }
-    case 'H': return Hold{.tid = num(1), .ts = num(2), .dur = duration(3)};
-    case 'W': return Wait{.tid = num(1), .ts = num(2), .dur = duration(3)};
-    case 'N': return Waiters{.ts = num(1), .n = count(2)};
-    case 'E': return ThreadEnd{.tid = num(1), .ts = num(2)};
+    case 'H': return Hold{.tid = num(1), .ts = moment(2), .dur = duration(3)};
+    case 'W': return Wait{.tid = num(1), .ts = moment(2), .dur = duration(3)};
+    case 'N': return Waiters{.ts = moment(1), .n = count(2)};
+    case 'E': return ThreadEnd{.tid = num(1), .ts = moment(2)};
     case 'S':
-      return Stats{.ts = num(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
+      return Stats{.ts = moment(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
                    .handoffs_total = count(6)};
+    case 'P': return ProcessStopped{.ts = num(1), .dur = duration(2)};
     case 'F': return std::nullopt;
-    default: throw bad("has an unknown kind \"" + a[0].get<std::string>() + "\"");
+    default: throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
   }
 }
 
 class RawSax final : public nlohmann::json_sax<json> {
  public:
   RawSax(const std::string& name, const std::function<void(const Meta&)>& on_meta,
-         const std::function<void(const Record&)>& on_record, ReadResult& result)
-      : name_(name), on_meta_(on_meta), on_record_(on_record), result_(result) {}
+         const std::function<void(const Record&)>& on_record, ReadResult& result, bool salvage)
+      : name_(name), on_meta_(on_meta), on_record_(on_record), result_(result), salvage_(salvage) {}
 
   bool null() override { return scalar(json(nullptr)); }
   bool boolean(bool v) override { return scalar(json(v)); }
@@ -230,7 +353,6 @@ class RawSax final : public nlohmann::json_sax<json> {
   bool start_object(std::size_t) override {
     if (depth_ == 0) {
       ++depth_;
-      top_object_ = true;
       return true;
     }
     return open(json::object());
@@ -263,28 +385,37 @@ class RawSax final : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1 && builder_depth_ == 0) {
       key_ = k;
-      if (k == "meta" || k == "summary") builder_.begin();
-    } else {
+      skipping_ = k != "meta" && k != "summary" && k != "events" && k != "format" && k != "format_version";
+      if (!skipping_) builder_.begin();
+    } else if (!skipping_) {
       builder_.key(k);
     }
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+    syntax_error_ = true;
     error_position_ = position;
-    error_text_ = ex.what();
+    error_text_ = syntax_error_text(ex.what());
     return false;
   }
 
-  size_t error_position_ = 0;
+  bool syntax_error_ = false;
+  size_t error_position_ = 0;  // as the parser counts: one past the offending byte
   std::string error_text_;
-  std::string shape_problem_;
+  std::string shape_problem_;   // not a raw file at all (before its meta)
+  std::optional<Error> damage_; // after the meta: what is wrong (an event, the nesting, the shape)
   bool meta_seen_ = false;
   bool format_ok_ = false;
   bool end_seen_ = false;
 
  private:
   bool shape(const std::string& what) {
+    if (meta_seen_) return damaged(Error(ErrorKind::kCorrupt, what));
     shape_problem_ = what;
+    return false;
+  }
+  bool damaged(Error e) {
+    damage_ = std::move(e);
     return false;
   }
   bool scalar(json v) {
@@ -294,8 +425,9 @@ class RawSax final : public nlohmann::json_sax<json> {
         if (!v.is_string() || v.get<std::string>() != kFormatName) return shape("\"format\" is not \"gilspy-raw\"");
         format_ok_ = true;
       } else if (key_ == "format_version") {
-        if (!v.is_number_integer() || v.get<int>() > kFormatVersion) {
-          return shape("format_version " + v.dump() + " is newer than this gilspy understands");
+        if (!v.is_number_integer() || v.get<int64_t>() > kFormatVersion || v.get<int64_t>() < 0) {
+          return shape("format_version " + v.dump(-1, ' ', true, json::error_handler_t::replace) +
+                       " is not one this gilspy understands");
         }
         result_.format_version = v.get<int>();
       } else if (key_ == "meta" || key_ == "summary" || key_ == "events") {
@@ -304,28 +436,43 @@ class RawSax final : public nlohmann::json_sax<json> {
       return true;
     }
     if (builder_depth_ == 0) return shape("events must be arrays");
-    builder_.value(std::move(v));
+    if (!skipping_) builder_.value(std::move(v));
     return true;
   }
   bool open(json container) {
+    if (builder_depth_ >= kMaxNesting) {
+      return shape("values nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
     if (in_events_ && builder_depth_ == 0) {
       if (!container.is_array()) return shape("events must be arrays");
       builder_.begin();
-    } else if (depth_ == 1 && builder_depth_ == 0 && key_ != "meta" && key_ != "summary") {
-      builder_.begin();  // an unknown top-level member: collected and ignored
     }
     ++builder_depth_;
-    builder_.open(std::move(container));
+    if (!skipping_) builder_.open(std::move(container));
     return true;
   }
   bool close() {
     --builder_depth_;
+    if (skipping_) return true;  // an unknown top-level member: skipped, only its depth counted
     if (!builder_.close()) return true;
     if (in_events_) {
-      const std::optional<Record> r = record_from_json(builder_.root(), result_.records, name_);
+      std::optional<Record> r;
+      try {
+        r = record_from_json(builder_.root(), result_.records, name_);
+      } catch (const Error& e) {
+        if (!salvage_) throw;
+        return damaged(e);
+      }
       if (!r) {
         end_seen_ = true;
       } else {
+        if (const int64_t* dur = duration_of(*r)) {
+          total_duration_ns_ += *dur;  // each is at most 2^60: no overflow before the check
+          if (total_duration_ns_ > kMaxTotalDurationNs) {
+            return damaged(Error(ErrorKind::kCorrupt, name_ + ": event #" + std::to_string(result_.records + 1) +
+                                                          ": the durations add up to more than 146 years"));
+          }
+        }
         ++result_.records;
         on_record_(*r);
       }
@@ -344,44 +491,94 @@ class RawSax final : public nlohmann::json_sax<json> {
     }
     return true;
   }
+  static const int64_t* duration_of(const Record& r) {
+    if (const auto* h = std::get_if<Hold>(&r)) return &h->dur;
+    if (const auto* w = std::get_if<Wait>(&r)) return &w->dur;
+    return nullptr;
+  }
 
   const std::string& name_;
   const std::function<void(const Meta&)>& on_meta_;
   const std::function<void(const Record&)>& on_record_;
   ReadResult& result_;
+  bool salvage_;
   SubtreeBuilder builder_;
   int depth_ = 0;          // 1 inside the top object, 2 inside "events"
-  int builder_depth_ = 0;  // nesting inside a subtree being built
-  bool top_object_ = false;
+  int builder_depth_ = 0;  // nesting inside a subtree being built (or skipped)
   bool in_events_ = false;
+  bool skipping_ = false;  // inside an unknown top-level member
+  int64_t total_duration_ns_ = 0;
   std::string key_;
 };
 
 }  // namespace
 
 ReadResult read(std::istream& in, const std::string& name, const std::function<void(const Meta&)>& on_meta,
-                const std::function<void(const Record&)>& on_record) {
+                const std::function<void(const Record&)>& on_record, const ReadOptions& options) {
   ReadResult result;
-  RawSax sax(name, on_meta, on_record, result);
-  if (in.peek() == std::char_traits<char>::eof()) throw Error(ErrorKind::kBadInput, name + " is empty");
-  const bool ok = json::sax_parse(in, &sax, nlohmann::detail::input_format_t::json, true, false);
+  RawSax sax(name, on_meta, on_record, result, options.salvage);
+  ScanningBuffer scanning(in.rdbuf());
+  std::istream scanned(&scanning);
+  if (scanned.peek() == std::char_traits<char>::eof()) throw Error(ErrorKind::kBadInput, name + " is empty");
+  bool ok = false;
+  try {
+    ok = json::sax_parse(scanned, &sax, nlohmann::detail::input_format_t::json, true, false);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kCorrupt) throw;
+    // An event that is wrong (without salvage): where it is, and whether the file was finished.
+    const uint64_t at = scanning.consumed();
+    scanning.drain_counting_lines();
+    throw Error(ErrorKind::kCorrupt, std::string(e.what()) + ", at byte offset " + std::to_string(at) + " of " +
+                                         std::to_string(scanning.total()) +
+                                         (scanning.marker_seen() ? " (the file was finished: it is corrupt)" : ""));
+  }
   if (!sax.shape_problem_.empty()) {
     throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file: " + sax.shape_problem_);
   }
   if (!sax.meta_seen_) {
-    if (!ok) {
-      throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file (JSON error at byte " +
-                                            std::to_string(sax.error_position_) + ")");
+    if (sax.syntax_error_) {
+      throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file (JSON error at byte offset " +
+                                            std::to_string(sax.error_position_ > 0 ? sax.error_position_ - 1 : 0) +
+                                            ": " + sax.error_text_ + ")");
     }
     throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file: it has no \"meta\"");
   }
-  result.complete = ok && sax.end_seen_ && result.summary.has_value();
-  if (!result.complete) {
-    result.problem = ok ? "it ends without the summary" : "it is cut short at byte " +
-                                                               std::to_string(sax.error_position_);
+  if (ok && sax.end_seen_ && result.summary.has_value()) {
+    result.complete = true;
+    return result;
+  }
+  // Where reading stopped, and whether the file was ever finished (its end marker is somewhere in it).
+  const uint64_t stop = sax.syntax_error_ ? (sax.error_position_ > 0 ? sax.error_position_ - 1 : 0)
+                                          : (scanning.consumed() > 0 ? scanning.consumed() - 1 : 0);
+  const uint64_t lines_after = ok ? 0 : scanning.drain_counting_lines();
+  const uint64_t size = scanning.total();
+  const bool cut_short = sax.syntax_error_ && !sax.damage_ && stop >= size;
+  const bool finished = scanning.marker_seen() || sax.end_seen_;
+  result.bytes = size;
+  if ((ok && !finished) || (cut_short && !finished)) {
+    // A recording that did not finish: killed, or still being written.
+    result.problem = ok ? "it ends without the summary" : "it is cut short after " + std::to_string(size) + " bytes";
     result.problem += " (the recording did not finish); recovered " + std::to_string(result.records) +
                       " events up to the last complete one";
+    return result;
   }
+  std::string what = sax.damage_ ? std::string(sax.damage_->what())
+                     : ok        ? "it has no \"summary\" after its events"
+                     : cut_short ? "it ends in the middle of its summary"
+                                 : sax.error_text_;
+  if (what.rfind(name + ": ", 0) == 0) what.erase(0, name.size() + 2);
+  const std::string where = "at byte offset " + std::to_string(stop) + " of " + std::to_string(size);
+  const std::string why = finished ? " (it has its end marker: damaged, not merely unfinished)" : "";
+  if (!options.salvage) {
+    throw Error(ErrorKind::kCorrupt, name + " is corrupt " + where + ": " + what + why + "; the " +
+                                         std::to_string(result.records) + " events before it can be salvaged");
+  }
+  result.corrupt = true;
+  result.damage_offset = stop;
+  result.unread_lines = lines_after;
+  result.problem = "it is corrupt " + where + ": " + what + why + "; salvaged the " +
+                   std::to_string(result.records) + " events before it, about " + std::to_string(lines_after) +
+                   " lines after it were not read";
   return result;
 }
 

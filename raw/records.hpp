@@ -34,7 +34,7 @@ inline const char* to_string(GilRole role) {
   return "released";
 }
 
-// A thread is seen for the first time. Raw line: ["T",tid,ts,name,tstate].
+// A thread is seen for the first time. Raw line: ["T",tid,ts,name,tstate] (+ ns_tid when not 0).
 // g++ 12 warns (maybe-uninitialized) inside this struct's implicit move when a variant holding another kind
 // is moved: a false positive of g++ 12 with std::variant and std::string; the pragma keeps it to this struct.
 #pragma GCC diagnostic push
@@ -44,6 +44,7 @@ struct ThreadStart {
   int64_t ts = 0;
   uint64_t tstate = 0;  // address of its PyThreadState
   std::string name;  // empty from the sampler; the session names it ("MainThread", "thread <tid> (<comm>)")
+  int64_t ns_tid = 0;  // its id inside the target's PID namespace (a container) when that differs from tid
   bool operator==(const ThreadStart&) const = default;
 };
 #pragma GCC diagnostic pop
@@ -90,6 +91,15 @@ struct Stats {
   bool operator==(const Stats&) const = default;
 };
 
+// The whole process was stopped (SIGSTOP, a debugger, a job-control stop: task state T or t) from about ts
+// for about dur (seen at the sampler's thread re-walks, every 20 ms). Whoever held the GIL then still holds it
+// in the records: it did not run. Raw line: ["P",ts,dur].
+struct ProcessStopped {
+  int64_t ts = 0;
+  int64_t dur = 0;
+  bool operator==(const ProcessStopped&) const = default;
+};
+
 // Where a live thread stands at a stats tick: its role since `since`, still open at ts. A live view uses it
 // to count the open part of a long hold or wait, which no Hold/Wait record covers until it ends. Not stored
 // in raw files (the intervals say the same once they end); the raw writer skips it.
@@ -101,7 +111,7 @@ struct ThreadState {
   bool operator==(const ThreadState&) const = default;
 };
 
-using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ThreadState>;
+using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState>;
 
 // A record and the target it belongs to: what goes through the sampler's queue to the session.
 struct TargetRecord {
@@ -125,7 +135,7 @@ inline int64_t time_of(const Record& r) {
 inline int64_t end_of(const Record& r) {
   return std::visit(
       overloaded{[](const Hold& x) { return x.ts + x.dur; }, [](const Wait& x) { return x.ts + x.dur; },
-                 [](const auto& x) { return x.ts; }},
+                 [](const ProcessStopped& x) { return x.ts + x.dur; }, [](const auto& x) { return x.ts; }},
       r);
 }
 // Moves every time in the record by `delta` ns (CLOCK_MONOTONIC -> the recording's timeline).

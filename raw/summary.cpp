@@ -55,6 +55,10 @@ void SummaryBuilder::add(const Record& r) {
                    t.longest_wait_ns = std::max(t.longest_wait_ns, x.dur);
                  },
                  [&](const Stats& x) { stats_ = x; },
+                 [&](const ProcessStopped& x) {
+                   stopped_ns_ += x.dur;
+                   ++stops_;
+                 },
                  [](const Waiters&) {},
                  [](const ThreadState&) {},  // returned above
              },
@@ -97,12 +101,16 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
   }
   return {{"duration_ns", duration_ns()},
           {"stop_reason", loop.stop_reason},
+          {"stopped_ns", stopped_ns_},
+          {"stops", stops_},
           {"rate_asked_hz", rate_asked},
           {"polls", stats_.polls},
           {"rate_achieved_hz", seconds > 0 ? static_cast<double>(stats_.polls) / seconds : 0.0},
           {"late_polls", loop.late},
           {"missed_polls", loop.missed},
           {"max_lateness_ns", loop.max_lateness_ns},
+          {"p99_lateness_ns", loop.p99_lateness_ns},
+          {"poll_loop_wakeups", loop.ticks},
           {"poller_scheduling", loop.poller_scheduling},
           {"poll_mode", loop.poll_mode},
           {"dense_polls", loop.dense_polls},

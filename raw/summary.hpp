@@ -26,6 +26,7 @@ struct ThreadSummary {
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
   int64_t max_lateness_ns = 0;
+  int64_t p99_lateness_ns = 0;  // an upper bound (bucketed: at most 12.5 % over)
   std::string poller_scheduling = "normal";
   std::string poll_mode;     // "adaptive", "fixed" or "busy"; empty for a recovered file
   uint64_t dense_polls = 0;  // polls on the peak rate's period (adaptive mode)
@@ -46,6 +47,8 @@ class SummaryBuilder {
   uint64_t polls() const { return stats_.polls; }
   double coverage() const;         // hand-offs seen / happened; 1 when none happened
   double gil_busy_share() const;   // all holds / duration
+  int64_t stopped_ns() const { return stopped_ns_; }  // the process was stopped (SIGSTOP) this long
+  uint64_t stops() const { return stops_; }
   nlohmann::json to_json(double rate_asked, const LoopFigures& loop) const;
 
  private:
@@ -55,6 +58,8 @@ class SummaryBuilder {
   int64_t end_ns_ = 0;
   int64_t last_ts_ = 0;
   int64_t total_hold_ns_ = 0;
+  int64_t stopped_ns_ = 0;
+  uint64_t stops_ = 0;
 };
 
 }  // namespace gilspy::raw

@@ -46,7 +46,7 @@ size_t RemoteMemoryReader::read(std::span<const ReadRegion> regions) {
       }
       if (err == EPERM || err == EACCES) {
         throw Error(ErrorKind::kPermission,
-                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + ptrace_permission_hint());
+                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + ptrace_permission_hint(pid_));
       }
       return done;  // EFAULT: the first region is not mapped
     }

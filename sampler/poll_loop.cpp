@@ -163,6 +163,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
     }
     const int64_t lateness = now - deadline;
     if (lateness > step / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
+    counters_.lateness.add(lateness);
     if (step == period) counters_.dense_polls.fetch_add(1, std::memory_order_relaxed);
     if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed))
       counters_.max_lateness_ns = lateness;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sampler/cpu_budget.hpp"
+#include "sampler/lateness_histogram.hpp"
 #include "sampler/poll_schedule.hpp"
 #include "sampler/poller_placement.hpp"
 #include "sampler/process_sampler.hpp"
@@ -49,11 +50,12 @@ enum class StopReason { kDuration, kStopped, kTargetsGone };
 
 struct LoopCounters {
   std::atomic<uint64_t> polls{0};   // ticks (each polls every live target)
-  std::atomic<uint64_t> late{0};    // ticks that started more than a fifth of a period after their deadline
+  std::atomic<uint64_t> late{0};    // ticks that started more than a fifth of their step after their deadline
   std::atomic<uint64_t> missed{0};  // deadlines skipped because a tick ran over a whole period
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> last_ns{0};
   std::atomic<int64_t> max_lateness_ns{0};
+  LatenessHistogram lateness;  // every tick's lateness (0 when on time): its p99 for the summary
   std::atomic<PollerScheduling> scheduling{PollerScheduling::kNormal};  // what the poll thread got
   std::atomic<uint64_t> dense_polls{0};      // ticks on the dense period (all of them at a fixed rate)
   std::atomic<uint64_t> placement_moves{0};  // times the poll thread changed CPUs to avoid a holder

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.hpp"
+#include "base/proc_files.hpp"
 
 namespace gilspy::sampler {
 
@@ -37,8 +38,20 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       tracks_(ThreadWalker::kMaxThreads),
       walk_buffer_(ThreadWalker::kMaxThreads),
       asked_(ThreadWalker::kMaxThreads),
-      gil_bytes_(interp.layout.gil.size) {
+      gil_bytes_(interp.layout.gil.size),
+      image_id_(process_image_id(interp.pid)) {
   active_.reserve(ThreadWalker::kMaxThreads);
+  process_stat_.reset(interp.pid, interp.pid);
+}
+
+const char* to_string(TargetEnd e) {
+  switch (e) {
+    case TargetEnd::kRunning: return "running";
+    case TargetEnd::kExited: return "target exited";
+    case TargetEnd::kExeced: return "target exec'd another program";
+    case TargetEnd::kInterpreterGone: return "interpreter gone (GIL unreadable)";
+  }
+  return "?";
 }
 
 size_t ProcessSampler::thread_count() const {
@@ -86,6 +99,18 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   t.since_ns = at;
 }
 
+// A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
+// run. Its leader's task state says so; checked at periodic re-walks (every 20 ms), one pread.
+void ProcessSampler::check_stopped(int64_t t_mid) {
+  const char state = process_stat_.state();
+  const bool stopped = state == 'T' || state == 't';
+  if (stopped && stopped_since_ns_ < 0) stopped_since_ns_ = t_mid;
+  if (!stopped && stopped_since_ns_ >= 0) {
+    emit(raw::ProcessStopped{.ts = stopped_since_ns_, .dur = t_mid - stopped_since_ns_});
+    stopped_since_ns_ = -1;
+  }
+}
+
 void ProcessSampler::rewalk(int64_t t_mid) {
   bool complete = false;
   const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete);
@@ -119,7 +144,11 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
-      emit(raw::ThreadStart{.tid = t.ref.tid, .ts = t_mid, .tstate = t.ref.tstate, .name = {}});
+      emit(raw::ThreadStart{.tid = t.ref.tid,
+                            .ts = t_mid,
+                            .tstate = t.ref.tstate,
+                            .name = {},
+                            .ns_tid = t.ref.ns_tid != t.ref.tid ? t.ref.ns_tid : 0});
       active_.push_back(static_cast<uint16_t>(i));  // capacity reserved: no allocation
       break;
     }
@@ -178,6 +207,7 @@ bool ProcessSampler::poll(int64_t t_now) {
     got = reader_.read({regions_.data(), nregions});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNoSuchProcess) throw;
+    end_cause_ = TargetEnd::kExited;
     finish(started_ ? t_prev_ : t_now);
     return false;
   }
@@ -187,6 +217,11 @@ bool ProcessSampler::poll(int64_t t_now) {
     // good poll), instead of recording nothing for ever.
     if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
     if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
+      // Once per target (allocates): did the program image change under us?
+      const auto image = process_image_id(interp_.pid);
+      end_cause_ = !image                            ? TargetEnd::kExited
+                   : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
+                                                       : TargetEnd::kInterpreterGone;
       finish(started_ ? t_prev_ : t_now);
       return false;
     }
@@ -222,6 +257,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   if (walk_incomplete_) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
+  if (periodic) check_stopped(t_mid);
   if (dirty || periodic) {
     rewalk(t_mid);
     last_walk_ns_ = t_now;
@@ -327,6 +363,10 @@ void ProcessSampler::finish(int64_t t_end) {
   if (gone_) return;
   gone_ = true;
   holder_ = -1;
+  if (stopped_since_ns_ >= 0 && t_end > stopped_since_ns_) {
+    emit(raw::ProcessStopped{.ts = stopped_since_ns_, .dur = t_end - stopped_since_ns_});
+  }
+  stopped_since_ns_ = -1;
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);

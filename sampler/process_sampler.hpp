@@ -7,6 +7,8 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,6 +51,15 @@ class ProcTaskStateSource final : public TaskStateSource {
 using raw::GilRole;
 
 // Counters another thread may read while the sampler runs (status line).
+// Why a target's recording ended before the session did.
+enum class TargetEnd : uint8_t {
+  kRunning,          // it did not: the session ended first
+  kExited,           // the process is gone
+  kExeced,           // the process exec()'d another program image: the interpreter we read is gone
+  kInterpreterGone,  // the GIL stayed unreadable for a second while the same program lives on (finalized)
+};
+const char* to_string(TargetEnd e);  // "target exited", "target exec'd another program", ...
+
 struct SamplerCounters {
   std::atomic<uint64_t> polls{0};
   std::atomic<uint64_t> handoffs_seen{0};
@@ -84,6 +95,8 @@ class ProcessSampler {
   // The CPU the GIL's holder last ran on (a /proc read); -1 when nobody holds it or it is unknown.
   int holder_cpu();
   bool truncated_threads() const { return truncated_; }
+  // Why it ended (after the poll thread is done with it).
+  TargetEnd end_cause() const { return end_cause_; }
 
  private:
   struct Track {
@@ -96,6 +109,7 @@ class ProcessSampler {
   };
 
   void rewalk(int64_t t_mid);
+  void check_stopped(int64_t t_mid);
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
   template <class Kind>
@@ -136,6 +150,10 @@ class ProcessSampler {
 
   bool started_ = false;
   bool gone_ = false;
+  TargetEnd end_cause_ = TargetEnd::kRunning;
+  TaskStatFile process_stat_;    // the thread-group leader's stat: T/t while the whole process is stopped
+  int64_t stopped_since_ns_ = -1;  // a stop seen at a re-walk, not yet ended
+  std::optional<std::string> image_id_;  // base/proc_files.hpp process_image_id() when attached
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;

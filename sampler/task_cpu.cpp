@@ -22,6 +22,19 @@ int parse_stat_processor(std::string_view stat) {
   return ec == std::errc() ? cpu : -1;
 }
 
+char parse_stat_state(std::string_view stat) {
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string_view::npos || paren + 2 >= stat.size()) return 0;
+  return stat[paren + 2];
+}
+
+char TaskStatFile::state() {
+  char buf[640];
+  const ssize_t n = file_.read(buf, sizeof buf);
+  if (n <= 0) return 0;
+  return parse_stat_state(std::string_view(buf, static_cast<size_t>(n)));
+}
+
 int TaskStatFile::cpu() {
   char buf[640];
   const ssize_t n = file_.read(buf, sizeof buf);

@@ -13,12 +13,15 @@ namespace gilspy::sampler {
 // The processor field of one stat line; -1 when the line is not a stat line. The command name (field 2) may
 // hold spaces and parentheses, so fields are counted from its last ')'.
 int parse_stat_processor(std::string_view stat);
+// The state letter of one stat line (field 3: R, S, D, T stopped, t traced, Z ...); 0 when not a stat line.
+char parse_stat_state(std::string_view stat);
 
 // /proc/PID/task/TID/stat (task_file.hpp: opened on first read). Never allocates.
 class TaskStatFile {
  public:
   void reset(pid_t pid, int32_t tid) { file_.reset(pid, tid); }
   int cpu();  // -1 when unreadable (the thread exited)
+  char state();  // 0 when unreadable
 
  private:
   TaskFile file_{"stat"};

@@ -21,7 +21,7 @@ bool task_exists(pid_t pid, int32_t tid) {
 }
 
 ThreadWalker::ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr)
-    : pid_(pid), layout_(layout), interp_addr_(interp_addr) {
+    : pid_(pid), layout_(layout), interp_addr_(interp_addr), ns_(pid) {
   const auto& ts = layout_.tstate;
   const uint32_t offs[] = {ts.prev, ts.next, ts.interp, ts.thread_id, ts.native_thread_id.value_or(ts.thread_id)};
   span_start_ = *std::min_element(std::begin(offs), std::end(offs));
@@ -37,13 +37,14 @@ uint64_t ThreadWalker::identity_addr(const ThreadRef& t) const {
 }
 
 uint64_t ThreadWalker::identity_value(const ThreadRef& t) const {
-  return layout_.tstate.native_thread_id ? static_cast<uint64_t>(t.tid) : t.pthread_id;
+  return layout_.tstate.native_thread_id ? static_cast<uint64_t>(static_cast<uint32_t>(t.ns_tid)) : t.pthread_id;
 }
 
 size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete) {
   const auto& ts = layout_.tstate;
   if (truncated != nullptr) *truncated = false;
   if (complete != nullptr) *complete = false;
+  ns_.allow_rescan();
   uint64_t tstate = 0;
   const ReadRegion head{interp_addr_ + layout_.interp.threads_head, &tstate, sizeof tstate};
   if (reader.read({&head, 1}) != 1) return 0;
@@ -95,6 +96,11 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
       }
     }
   }
+  // The target's tids are its own namespace's; /proc here and the output use ours.
+  for (size_t i = 0; i < count; ++i) {
+    out[i].ns_tid = out[i].tid;
+    out[i].tid = ns_.to_host(out[i].tid);
+  }
   // A thread state that is being set up for a new thread does not name its own thread yet: from 3.11 its
   // native_thread_id is 0 until the thread starts; before 3.11 it carries the creating thread's thread_id
   // (the list is newest first, so the creator comes later in it). Such an entry is left out until its
@@ -114,7 +120,7 @@ void ThreadWalker::calibrate_pthread_tid(MemoryReader& reader, std::span<const T
     for (const auto& t : threads) {
       int32_t tid = 0;
       const ReadRegion r{t.pthread_id + off, &tid, sizeof tid};
-      if (t.pthread_id == 0 || reader.read({&r, 1}) != 1 || !task_exists(pid_, tid)) return false;
+      if (t.pthread_id == 0 || reader.read({&r, 1}) != 1 || !task_exists(pid_, ns_.to_host(tid))) return false;
     }
     return true;
   };

@@ -8,13 +8,15 @@
 
 #include "cpython_layouts/layout.hpp"
 #include "sampler/memory_reader.hpp"
+#include "sampler/ns_tids.hpp"
 
 namespace gilspy::sampler {
 
 struct ThreadRef {
   uint64_t tstate = 0;      // PyThreadState* in the target
   uint64_t pthread_id = 0;  // tstate->thread_id
-  int32_t tid = 0;          // OS thread id, 0 when it could not be found
+  int32_t tid = 0;          // OS thread id as /proc here sees it, 0 when it could not be found
+  int32_t ns_tid = 0;       // the same thread's id in the target's PID namespace (== tid outside containers)
 };
 
 // Does /proc/PID/task/TID exist?
@@ -22,7 +24,9 @@ bool task_exists(pid_t pid, int32_t tid);
 
 class ThreadWalker {
  public:
-  static constexpr size_t kMaxThreads = 512;  // per process; more are counted, not followed
+  // Per process; more are counted, not followed (said in the summary). Matching a walk against the known
+  // threads is quadratic in their number, so the cap also bounds one walk's cost.
+  static constexpr size_t kMaxThreads = 2048;
 
   ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr);
 
@@ -40,6 +44,8 @@ class ThreadWalker {
   // Before 3.11 the TID comes from glibc's struct pthread. The offset is a guess (x86-64 glibc 2.36) that is
   // checked against /proc/PID/task on the first walk and searched for when wrong.
   std::optional<uint32_t> pthread_tid_offset() const { return pthread_tid_offset_; }
+  // Whether the target is in another PID namespace (its tids are translated to ours).
+  bool in_other_pid_namespace() const { return ns_.translating(); }
 
  private:
   void calibrate_pthread_tid(MemoryReader& reader, std::span<const ThreadRef> threads);
@@ -50,6 +56,7 @@ class ThreadWalker {
   uint32_t span_start_ = 0, span_size_ = 0;    // the part of a thread state a walk reads
   std::optional<uint32_t> pthread_tid_offset_;
   bool calibrated_ = false;
+  NamespaceTids ns_;
 };
 
 }  // namespace gilspy::sampler

@@ -41,7 +41,7 @@ case "${1:-}" in
   --no-build | --chromium) exit 0 ;;
   --asan)
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGILSPY_SANITIZE=ON -DGILSPY_WERROR=ON >/dev/null
-    cmake --build build-asan -j"$(nproc)" --target gilspy_unit_tests
+    cmake --build build-asan -j"$(nproc)" --target gilspy_unit_tests gilspy_fuzz_convert
     exit 0 ;;
 esac
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DGILSPY_WERROR=ON >/dev/null

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Sets up, builds (warnings are errors) and runs every test: unit tests (also under ASan/UBSan) and the
-# end-to-end tests against every pyenv interpreter 3.8+ and Debian's python3.11.
+# Sets up, builds (warnings are errors) and runs every test: unit tests and the convert fuzzer (also under
+# ASan/UBSan) and the end-to-end tests against every pyenv interpreter 3.8+ and Debian's python3.11.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 scripts/setup.sh --asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/gilspy_unit_tests
+echo "== convert under the mutation fuzzer, AddressSanitizer + UndefinedBehaviorSanitizer (15 s)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  build-asan/tests/gilspy_fuzz_convert --seconds 15 tests/data/small.raw.json
 echo "== all tests (unit + end-to-end), one at a time: the end-to-end tests measure timing on a small machine"
 ctest --test-dir build --output-on-failure --timeout 600

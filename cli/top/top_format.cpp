@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 
 namespace gilspy::top {
 

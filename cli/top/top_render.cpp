@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 
 namespace gilspy::top {
 

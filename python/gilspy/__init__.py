@@ -5,6 +5,7 @@
     train()                      # anything multi-threaded
     files = gilspy.gil_trace_record_stop()
     print(files["raw"], files["trace"])
+    print(files["summary"]["gil_busy_share"])   # the figures `gilspy record` prints (docs/raw-format.md)
 
 or, as a context manager:
 
@@ -19,6 +20,7 @@ ptrace_scope 1 a child may not read its parent, so this process names the record
 (PR_SET_PTRACER) before starting it; running as root, or with CAP_SYS_PTRACE on the binary, also works.
 """
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -52,12 +54,37 @@ def _allow_tracing_by(pid):
         pass  # no Yama, or not Linux: nothing to allow
 
 
+def _read_summary(raw_path):
+    """The "summary" object of a raw file. It is the file's last line ('"summary":{...}}'), so only the tail is
+    read, not the events before it."""
+    with open(raw_path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        chunk = 1 << 16
+        while True:
+            start = max(0, size - chunk)
+            f.seek(start)
+            tail = f.read(size - start)
+            at = tail.rfind(b'\n"summary":')
+            if at >= 0:
+                text = tail[at + len(b'\n"summary":'):].decode("utf-8", "replace")
+                return json.JSONDecoder().raw_decode(text)[0]  # the object; the file's closing brace is left
+            if start == 0:
+                return json.loads(tail)["summary"]
+            chunk *= 4
+
+
 class Recording:
     """One background recording of this process."""
 
     def __init__(self, output_dir=None, rate=None, gilspy=None, trace=True):
         self.output_dir = os.path.abspath(output_dir or os.environ.get("GILSPY_OUTPUT_DIR") or ".")
-        os.makedirs(self.output_dir, exist_ok=True)
+        try:
+            os.makedirs(self.output_dir, exist_ok=True)
+        except OSError as e:  # a file in the way, no permission, read-only file system
+            raise GilspyError(f"cannot use {self.output_dir} as the output directory: {e.strerror}") from e
+        if not os.access(self.output_dir, os.W_OK | os.X_OK):
+            raise GilspyError(f"cannot write to the output directory {self.output_dir}")
         args = [_find_binary(gilspy), "record", "-p", str(os.getpid()), "-o", self.output_dir, "--no-status", "-q"]
         if rate:
             args += ["-r", str(rate)]
@@ -84,7 +111,9 @@ class Recording:
         raise GilspyError("gilspy did not start recording within %.0f s" % timeout)
 
     def stop(self, timeout=60.0):
-        """Ends the recording; returns {"raw": path, "trace": path or None}."""
+        """Ends the recording; returns {"raw": path, "trace": path or None, "summary": {...}}: the summary is
+        the raw file's (docs/raw-format.md): duration_ns, gil_busy_share, coverage, late_polls, p99_lateness_ns,
+        and per thread hold_ns, wait_ns, hold_share, wait_share, holds, ..."""
         if self.files is not None:
             return self.files
         if self._proc.poll() is None:
@@ -99,6 +128,9 @@ class Recording:
                 files["raw"] = line.split(":", 1)[1].strip()
             elif line.startswith("trace:"):
                 files["trace"] = line.split(":", 1)[1].strip().split("  (")[0]
+        if files["raw"] is None:
+            raise GilspyError(f"gilspy did not say where it wrote the recording: {out.strip()} {err.strip()}")
+        files["summary"] = _read_summary(files["raw"])
         self.files = files
         return files
 

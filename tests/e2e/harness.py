@@ -65,14 +65,18 @@ def skip_missing(name, looked_at):
 class Workload:
     """A workload script started directly (for -p tests); waits for its readiness line on a FIFO."""
 
-    def __init__(self, python, script, *args, timeout=30, env=None):
+    def __init__(self, python, script, *args, timeout=30, env=None, launcher=None):
         self.dir = tempfile.mkdtemp(prefix="gilspy-e2e-")
         self.ready_path = os.path.join(self.dir, "ready")
         self.report_path = os.path.join(self.dir, "report.json")
         os.mkfifo(self.ready_path)
         env = dict(os.environ, GILSPY_TEST_READY=self.ready_path, GILSPY_TEST_REPORT=self.report_path,
                    PYTHONPATH=WORKLOADS, **(env or {}))
-        self.proc = subprocess.Popen([python, os.path.join(WORKLOADS, script), *map(str, args)], env=env)
+        # launcher(argv) -> argv: runs the workload through something (a new PID namespace); then the Python
+        # process is the launcher's child (see python_pid).
+        argv = [python, os.path.join(WORKLOADS, script), *map(str, args)]
+        self.proc = subprocess.Popen(launcher(argv) if launcher else argv, env=env)
+        self.launched = launcher is not None
         self.info = self._wait_ready(timeout)
 
     def _wait_ready(self, timeout):
@@ -97,7 +101,12 @@ class Workload:
 
     @property
     def pid(self):
-        return self.proc.pid
+        if not self.launched:
+            return self.proc.pid
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            children = f.read().split()
+        check(len(children) == 1, f"launcher {self.proc.pid} has children {children}, expected one")
+        return int(children[0])
 
     def report(self):
         with open(self.report_path) as f:

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
                      check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
 
@@ -154,6 +155,55 @@ def scenario_record_pid(gilspy, python):
         w.kill()
 
 
+def scenario_pid_namespace(gilspy, python):
+    """A Python in its own PID and mount namespaces (a container's view: its threads are 1, 2, 3 ... and its
+    interpreter lies on a mount the host cannot see): the same waits as outside, host tids in the output with
+    the namespace's own beside them."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        raise Failure("needs root and unshare(1) (util-linux) to make PID namespaces")
+    ns_dir = tempfile.mkdtemp(prefix="gilspy-nsonly-")
+
+    def in_namespace(argv):
+        # The interpreter (a static binary: the whole of it; a pyenv build: its executable, libpython comes
+        # through its absolute RPATH) is copied onto a tmpfs mounted only inside the namespace.
+        python_bin = argv[0]
+        copy = (f"cp {python_bin} {ns_dir}/python" if "/.pyenv/" not in python_bin else
+                f"mkdir {ns_dir}/py && mount --bind {os.path.dirname(os.path.dirname(python_bin))} {ns_dir}/py")
+        target = f"{ns_dir}/python" if "/.pyenv/" not in python_bin else f"{ns_dir}/py/bin/{os.path.basename(python_bin)}"
+        script = f"mount -t tmpfs none {ns_dir} && {copy} && exec {target} " + " ".join(argv[1:])
+        return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script]
+
+    w = Workload(python, "cpu_and_sleeper.py", 30, launcher=in_namespace)
+    try:
+        pid = w.pid
+        with open(f"/proc/{pid}/status") as f:
+            nspid = [l.split()[1:] for l in f if l.startswith("NSpid:")][0]
+        check(nspid[-1] == "1" and nspid[0] == str(pid), f"workload {pid} is not pid 1 of a namespace: NSpid {nspid}")
+        check(not os.listdir(ns_dir), f"{ns_dir} is visible from the host: {os.listdir(ns_dir)}")
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        run_gilspy(gilspy, "record", "-p", pid, "-d", 3, "-o", d, check_rc=0)
+        raw = Raw(single_raw(d))
+        starts = [e for e in raw.events if e[0] == "T"]
+        host_of = {}
+        for e in starts:
+            check(len(e) >= 6 and e[5] > 0, f"thread start {e} has no namespace tid")
+            check(os.path.exists(f"/proc/{pid}/task/{e[1]}"), f"thread start {e}: {e[1]} is not a host tid of {pid}")
+            host_of[e[5]] = e[1]
+        check(host_of.get(1) == pid and raw.threads[pid] == "MainThread",
+              f"the main thread (1 in the namespace) should be {pid}, MainThread: {starts}")
+        roles = {"cpu": [host_of.get(t, t) for t in w.info["cpu"]], "sleeper": host_of.get(w.info["sleeper"])}
+        check_cpu_and_sleeper(raw, roles)
+        trace = single_raw(d).replace(".json", ".trace.json")
+        check_trace(trace, raw)
+        names = [e["args"]["name"] for e in json.load(open(trace))["traceEvents"] if e.get("name") == "thread_name"]
+        check(any("tid 1 in its PID namespace" in n for n in names), f"lane names do not give namespace tids: {names}")
+        info = json.loads(run_gilspy(gilspy, "info", "-p", pid, "--json", check_rc=0).stdout)
+        check(info["other_pid_namespace"] and {t["ns_tid"] for t in info["threads"]} >= {1},
+              f"info does not show namespace tids: {info['threads']}")
+    finally:
+        w.kill()
+
+
 def scenario_record_multi(gilspy, python):
     """Two processes in one recording (-p A,B), one with RANK=3; then both merged on one timeline."""
     a = Workload(python, "cpu_threads.py", 30, 2)
@@ -289,6 +339,117 @@ def scenario_signals(gilspy, python):
         rc, out, err, d = record_and_signal(gilspy, python, sig, None)
         check(rc == 0, f"{name} ending an open-ended recording: exit {rc}, expected 0; stderr {err!r}")
         check_trace(single_raw(d).replace(".json", ".trace.json"), Raw(single_raw(d)))
+
+
+def check_two_complete(d, pids, what):
+    """Both targets' raw files and traces are complete and valid, and nothing is left unfinished."""
+    left = [f for f in os.listdir(d) if f.endswith(".partial") or f.endswith(".tmp")]
+    check(not left, f"{what}: unfinished files left: {left}")
+    raws = []
+    for pid in pids:
+        path = os.path.join(d, f"GIL_{pid}_rank_0.json")
+        check(os.path.exists(path), f"{what}: no {os.path.basename(path)} in {sorted(os.listdir(d))}")
+        raw = Raw(path)
+        check(len(raw.holds) > 5, f"{what}: pid {pid}: only {len(raw.holds)} holds kept")
+        check_trace(path.replace(".json", ".trace.json"), raw)
+        raws.append(raw)
+    return raws
+
+
+def scenario_signals_all(gilspy, python):
+    """Every catchable signal whose default would end gilspy, during a two-target recording; then a closed
+    stdout (`gilspy record ... | true`)."""
+    a = Workload(python, "cpu_threads.py", 60, 2)
+    b = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        stopping = ["SIGHUP", "SIGINT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGQUIT", "SIGALRM"]
+        for name in stopping + ["SIGPIPE"]:
+            sig = getattr(signal, name)
+            d = tempfile.mkdtemp(prefix="gilspy-rec-")
+            # SIGPIPE is ignored (only a closed stdout matters): that recording runs its 2.5 s to the end.
+            p = subprocess.Popen([gilspy, "record", "-p", f"{a.pid},{b.pid}", "-o", d, "-d", "2.5"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 10
+            while len([f for f in os.listdir(d) if f.endswith(".partial")]) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=30)
+            if name == "SIGPIPE":
+                check(p.returncode == 0, f"{name}: exit {p.returncode}, expected 0 (ignored); stderr {err!r}")
+            else:
+                check(p.returncode == 128 + sig, f"{name}: exit {p.returncode}, expected {128 + sig}; stderr {err!r}")
+                check(name in err and err.strip().count("\n") == 0, f"{name}: expected one line naming it: {err!r}")
+            for raw in check_two_complete(d, (a.pid, b.pid), name):
+                expected = "duration" if name == "SIGPIPE" else name
+                check(raw.summary["stop_reason"] == expected,
+                      f"{name}: stop reason {raw.summary['stop_reason']!r}, expected {expected!r}")
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        r, w = os.pipe()
+        os.close(r)  # stdout is a pipe nobody reads: the first summary line meets EPIPE
+        p = subprocess.Popen([gilspy, "record", "-p", f"{a.pid},{b.pid}", "-o", d, "-d", "1.5"], stdout=w,
+                             stderr=subprocess.PIPE, text=True)
+        os.close(w)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, f"closed stdout: exit {p.returncode}, expected 0; stderr {err!r}")
+        check_two_complete(d, (a.pid, b.pid), "closed stdout")
+    finally:
+        a.kill()
+        b.kill()
+
+
+def scenario_target_execs(gilspy, python):
+    """The target exec()s another program mid-recording: said so (not "exited"), files complete."""
+    w = Workload(python, "execs.py", 1.5)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 8, "-o", d, "--no-status")
+        one_line_error_text = out.stderr.strip()
+        check(out.returncode == 1, f"exit {out.returncode}, expected 1; stderr {one_line_error_text!r}")
+        check("exec'd another program" in one_line_error_text and "sleep" in one_line_error_text and
+              one_line_error_text.count("\n") == 0, f"expected one line saying it exec'd sleep: {one_line_error_text!r}")
+        check(os.path.exists(f"/proc/{w.pid}"), "the target should still live (it runs sleep)")
+        raw = Raw(single_raw(d))
+        check(raw.summary["stop_reason"] == "target exec'd another program", f"stop reason {raw.summary['stop_reason']!r}")
+        held = sum(end - start for _, start, end in raw.holds)
+        check(held > 0.5e9, f"only {held / 1e9:.2f} s held before the exec (a thread spun for about 1.5 s)")
+        check(raw.summary["duration_ns"] < 6e9, f"recorded {raw.summary['duration_ns'] / 1e9:.1f} s, expected to stop soon after the exec")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        w.kill()
+
+
+def scenario_target_stopped(gilspy, python):
+    """SIGSTOP for about a second mid-recording: marked as a process_stopped interval of that length."""
+    w = Workload(python, "cpu_threads.py", 30, 2)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        p = subprocess.Popen([gilspy, "record", "-p", str(w.pid), "-d", "3", "-o", d, "--no-status"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        os.kill(w.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        time.sleep(1.0)
+        os.kill(w.pid, signal.SIGCONT)
+        stopped_for = time.monotonic() - stopped_at
+        out, err = p.communicate(timeout=30)
+        check(p.returncode == 0, f"exit {p.returncode}; stderr {err!r}")
+        raw = Raw(single_raw(d))
+        stops = [e for e in raw.events if e[0] == "P"]
+        check(len(stops) == 1, f"expected one process-stopped interval, got {stops}")
+        # The stop is seen at re-walks, every 20 ms: each end may be off by that (and by a busy machine's lag).
+        check(abs(stops[0][2] / 1e9 - stopped_for) < 0.1,
+              f"stopped for {stopped_for:.3f} s, recorded {stops[0][2] / 1e9:.3f} s")
+        check(raw.summary["stops"] == 1 and raw.summary["stopped_ns"] == stops[0][2], f"summary: {raw.summary}")
+        said = f"stopped (SIGSTOP, a debugger) 1 time for {stops[0][2] / 1e9:.2f} s in all"
+        check(said in out, f"the printed summary does not say {said!r}: {out}")
+        trace = json.load(open(single_raw(d).replace(".json", ".trace.json")))
+        marks = [e for e in trace["traceEvents"] if e.get("name") == "process_stopped"]
+        check(len(marks) == 1 and abs(marks[0]["dur"] / 1e6 - stopped_for) < 0.1, f"trace marks: {marks}")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        os.kill(w.pid, signal.SIGCONT)
+        w.kill()
 
 
 def scenario_sigkill(gilspy, python):
@@ -441,6 +602,16 @@ def scenario_python_api(gilspy, python):
         check(raw.thread(tid)["holds"] > 10, f"CPU thread {tid}: only {raw.thread(tid)['holds']} holds recorded")
     assert_no_overlapping_holds(raw)
     check_trace(info["files"]["trace"], raw)
+    # stop() returns the figures too: the raw file's summary.
+    check(info["files"]["summary"] == raw.summary, "stop()'s summary is not the raw file's")
+    # A bad output_dir is the API's own error, not a bare OSError.
+    bad = subprocess.run([python, "-c", "import gilspy\ntry:\n    gilspy.gil_trace_record_start(output_dir='/dev/null/x')\n"
+                          "except gilspy.GilspyError as e:\n    print('GilspyError:', e)\n"],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, GILSPY_BIN=gilspy,
+                                  PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(WORKLOADS)), "python")))
+    check(bad.returncode == 0 and bad.stdout.startswith("GilspyError: cannot use /dev/null/x"),
+          f"bad output_dir: {bad.returncode} {bad.stdout!r} {bad.stderr!r}")
 
 
 # --- issue 7: gilspy top -------------------------------------------------------------------------------------
@@ -678,17 +849,243 @@ def scenario_top_target_exits(gilspy, python):
         w.kill()
 
 
+# --- hardening: shared output folders, concurrent recorders, corrupt input, a full disk -----------------------
+
+NOBODY = 65534
+
+
+def need_root():
+    if os.geteuid() != 0:
+        print("SKIPPED: this scenario runs gilspy as root against another user's planted files")
+        sys.exit(77)
+
+
+def as_nobody(*cmd):
+    out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise Failure(f"as uid {NOBODY}: {' '.join(cmd)}: {out.stderr.strip()}")
+
+
+def file_state(path):
+    st = os.stat(path)
+    return (open(path, "rb").read(), st.st_mtime_ns, st.st_mode, st.st_uid)
+
+
+def scenario_output_links(gilspy, python):
+    """Root records with -o in a folder another user can write to, where that user planted links at every name
+    gilspy may use: the links' targets stay untouched; gilspy writes its files or fails with one clear line."""
+    need_root()
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        victims_dir = tempfile.mkdtemp(prefix="gilspy-victims-")
+        good_dir = tempfile.mkdtemp(prefix="gilspy-rec-")
+        run_gilspy(gilspy, "record", "--no-trace", "-p", w.pid, "-d", 0.5, "-o", good_dir, check_rc=0)
+        good_raw = single_raw(good_dir)
+        # Sticky like /tmp (the kernel's protected_symlinks also guards it), and merely world-writable (it does not).
+        for mode in (0o1777, 0o777):
+            d = tempfile.mkdtemp(prefix="gilspy-shared-")
+            os.chmod(d, mode)
+            base = os.path.join(d, f"GIL_{w.pid}_rank_0")
+            names = [base + ".json.partial", base + ".json", base + ".trace.json", base + ".json.tmp",
+                     base + ".trace.json.tmp", base + ".json.partial.tmp", os.path.join(d, "out.trace.json"),
+                     os.path.join(d, "out.trace.json.tmp")]
+            victims = {}
+            for i, name in enumerate(names):
+                victim = os.path.join(victims_dir, f"victim{mode:o}_{i}")
+                with open(victim, "w") as f:
+                    f.write(f"precious {i}\n")
+                os.chmod(victim, 0o644)
+                victims[name] = victim
+                as_nobody("ln", "-s", victim, name)
+            before = {v: file_state(v) for v in victims.values()}
+
+            def check_victims(what):
+                for v, state in before.items():
+                    check(file_state(v) == state, f"{what} (folder mode {mode:o}): {v} was changed through a link")
+
+            removed = set()
+
+            def unplant(name):
+                as_nobody("rm", name)
+                removed.add(name)
+
+            def links_intact():
+                for name, victim in victims.items():
+                    if name not in removed:
+                        check(os.path.islink(name) and os.readlink(name) == victim, f"{name} was replaced")
+
+            # Every name planted: refused at once, in one line naming the link.
+            out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+            one_line_error(out, "symbolic link")
+            check_victims("record, every name planted")
+            links_intact()
+            # The .partial freed: the final names are still links, refused before recording anything.
+            unplant(names[0])
+            out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+            one_line_error(out, "symbolic link", f"GIL_{w.pid}_rank_0.")
+            check(not os.path.lexists(names[0]), "a refused recording left its .partial")
+            check_victims("record, final names planted")
+            links_intact()
+            # convert's -o: refused while a link is there; with only its old fixed .tmp name planted, it works.
+            out = run_gilspy(gilspy, "convert", "-i", good_raw, "-o", names[6])
+            one_line_error(out, "symbolic link")
+            unplant(names[6])
+            run_gilspy(gilspy, "convert", "-i", good_raw, "-o", names[6], check_rc=0)
+            check(not os.path.islink(names[6]) and os.stat(names[6]).st_mode & 0o777 == 0o600,
+                  "convert's output is not a 0600 file of its own")
+            json.load(open(names[6]))
+            check_victims("convert")
+            # All links gone but the .tmp ones (no longer used): a recording writes its own files, 0600.
+            for name in names[1:3]:
+                unplant(name)
+            run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d, check_rc=0)
+            for path in (base + ".json", base + ".trace.json"):
+                st = os.lstat(path)
+                check(not os.path.islink(path) and st.st_uid == 0 and st.st_mode & 0o777 == 0o600,
+                      f"{path}: not a root-owned 0600 file (mode {st.st_mode:o}, uid {st.st_uid})")
+            raw = Raw(base + ".json")
+            check_trace(base + ".trace.json", raw)
+            check_victims("record into the cleaned folder")
+            links_intact()
+            left = sorted(os.listdir(d))
+            check(not any(n.endswith(".partial") for n in left), f"a .partial was left: {left}")
+    finally:
+        w.kill()
+
+
+def scenario_two_recorders(gilspy, python):
+    """Two recorders started together on one pid and folder: one records, the other refuses in one line; every
+    file left parses and no .partial remains."""
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        for attempt in range(3):
+            d = tempfile.mkdtemp(prefix="gilspy-rec-")
+            args = [gilspy, "record", "-p", str(w.pid), "-d", "2", "-o", d]
+            procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for _ in range(2)]
+            results = [(p.wait(timeout=60), *p.communicate()) for p in procs]
+            codes = sorted(rc for rc, _, _ in results)
+            check(codes == [0, 1], f"attempt {attempt}: exit codes {codes}, expected one 0 and one 1: {results}")
+            refused = [r for r in results if r[0] == 1][0]
+            err = refused[2].strip()
+            check(err.count("\n") == 0 and err.startswith("gilspy: error: ") and
+                  f"pid {w.pid} is already being recorded into {d}" in err,
+                  f"attempt {attempt}: the refused recorder should say why in one line, said {err!r}")
+            left = sorted(os.listdir(d))
+            check(not any(n.endswith(".partial") or n.endswith(".tmp") for n in left),
+                  f"attempt {attempt}: left {left}")
+            check(len(left) == 2, f"attempt {attempt}: expected one raw file and one trace, found {left}")
+            raw = Raw(single_raw(d))
+            check(raw.summary["stop_reason"] == "duration", f"stop reason {raw.summary['stop_reason']}")
+            check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    finally:
+        w.kill()
+
+
+def scenario_convert_corrupt(gilspy, python):
+    """A finished raw file with one bad byte in the middle is refused as corrupt (offset given, nothing written);
+    --salvage converts what precedes the damage and says how much; a cut file is still recovered."""
+    d = tempfile.mkdtemp(prefix="gilspy-bad-")
+    good_dir = tempfile.mkdtemp(prefix="gilspy-rec-")
+    run_gilspy(gilspy, "record", "--no-trace", "-o", good_dir, "--", python,
+               os.path.join(WORKLOADS, "cpu_threads.py"), 1, 2, env=workload_env(), check_rc=0)
+    good = open(single_raw(good_dir), "rb").read()
+    lines = good.count(b"\n")
+    check(lines > 100, f"only {lines} lines recorded")
+    at = good.index(b"\n[", len(good) // 2) + 1
+    bad = good[:at] + b"#" + good[at + 1:]
+    path = os.path.join(d, "bad.json")
+    open(path, "wb").write(bad)
+    out_path = os.path.join(d, "out.json")
+    out = run_gilspy(gilspy, "convert", "-i", path, "-o", out_path)
+    one_line_error(out, "bad.json", "corrupt", f"byte offset {at} of {len(bad)}", "--salvage")
+    check(os.listdir(d) == ["bad.json"], f"a refused conversion left {os.listdir(d)}")
+    out = run_gilspy(gilspy, "convert", "--salvage", "-i", path, "-o", out_path, check_rc=0)
+    check("corrupt" in out.stderr and f"byte offset {at}" in out.stderr and "salvaged" in out.stderr,
+          f"--salvage did not say what it did: {out.stderr!r}")
+    doc = json.load(open(out_path))
+    holds = sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "hold_gil")
+    all_holds = good.count(b'["H"')
+    check(0 < holds < all_holds, f"{holds} holds salvaged from a file with {all_holds}")
+    # Deep nesting in the summary: refused, no crash, nothing left.
+    deep = good.replace(b'"summary":', b'"summary":' + b"[" * 60000)
+    open(path, "wb").write(deep)
+    os.remove(out_path)
+    out = run_gilspy(gilspy, "convert", "-i", path, "-o", out_path)
+    one_line_error(out, "nested")
+    check(os.listdir(d) == ["bad.json"], f"deep nesting left {os.listdir(d)}")
+    # A cut (a killed recording) is not corruption: recovered, exit 0, and the offset is the file's length.
+    cut = good[:good.index(b'["F"]') - 10]
+    open(path, "wb").write(cut)
+    out = run_gilspy(gilspy, "convert", "-i", path, "-o", out_path, check_rc=0)
+    check(f"cut short after {len(cut)} bytes" in out.stdout, f"convert of a cut file said {out.stdout!r}")
+
+
+def scenario_disk_full(gilspy, python):
+    """The output folder fills up during a recording: said at once in one line, events wait in memory, are written
+    when there is room again, and the file ends complete. A read-only folder is called read-only."""
+    need_root()
+    d = tempfile.mkdtemp(prefix="gilspy-full-")
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", d], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        print(f"SKIPPED: cannot mount a small tmpfs: {out.stderr.strip()}")
+        sys.exit(77)
+    w = Workload(python, "cpu_threads.py", 60, 2)
+    try:
+        filler = os.path.join(d, "filler")
+        st = os.statvfs(d)
+        with open(filler, "wb") as f:
+            f.write(b"\0" * (st.f_bavail * st.f_frsize - 8192))
+        err_path = os.path.join(tempfile.mkdtemp(prefix="gilspy-err-"), "stderr")
+        with open(err_path, "w") as err:
+            p = subprocess.Popen([gilspy, "record", "-p", str(w.pid), "-d", "5", "-o", d], stdout=subprocess.PIPE,
+                                 stderr=err, text=True)
+            deadline = time.monotonic() + 4
+            said = ""
+            while time.monotonic() < deadline and "no space left on device" not in said:
+                time.sleep(0.1)
+                said = open(err_path).read()
+            check("no space left on device" in said and said.startswith("gilspy: warning: ") and
+                  said.count("\n") == 1,
+                  f"a full disk was not said at once, in one line: {said!r}")
+            check(p.poll() is None, "gilspy stopped when the disk filled up")
+            os.remove(filler)
+            p.communicate(timeout=60)
+        said = open(err_path).read()
+        check(p.returncode == 0, f"exit {p.returncode} after the disk had room again: {said!r}")
+        check("being written again; no event was lost" in said, f"the recovery was not said: {said!r}")
+        raw = Raw(single_raw(d))
+        check(raw.summary["dropped_events"] == 0, f"dropped_events {raw.summary['dropped_events']}")
+        check(len(raw.holds) > 50, f"only {len(raw.holds)} holds")
+        check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+        # Read-only: said so, not "permission denied".
+        subprocess.run(["mount", "-o", "remount,ro", d], check=True)
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)
+        one_line_error(out, "read-only file system")
+        out = run_gilspy(gilspy, "convert", "-i", single_raw(d), "-o", os.path.join(d, "again.json"))
+        one_line_error(out, "read-only file system")
+    finally:
+        w.kill()
+        subprocess.run(["umount", d])
+
+
 SCENARIOS = {
     "info": scenario_info,
     "info_early": scenario_info_early,
     "record_launch": scenario_record_launch,
     "record_pid": scenario_record_pid,
     "record_multi": scenario_record_multi,
+    "pid_namespace": scenario_pid_namespace,
     "long_c_call": scenario_long_c_call,
     "churn": scenario_churn,
     "target_exits": scenario_target_exits,
     "signals": scenario_signals,
     "sigkill": scenario_sigkill,
+    "signals_all": scenario_signals_all,
+    "target_execs": scenario_target_execs,
+    "target_stopped": scenario_target_stopped,
     "convert_bad_input": scenario_convert_bad_input,
     "bad_pid": scenario_bad_pid,
     "not_python": scenario_not_python,
@@ -699,7 +1096,13 @@ SCENARIOS = {
     "top_batch": scenario_top_batch,
     "top_interactive": scenario_top_interactive,
     "top_target_exits": scenario_top_target_exits,
+    "output_links": scenario_output_links,
+    "two_recorders": scenario_two_recorders,
+    "convert_corrupt": scenario_convert_corrupt,
+    "disk_full": scenario_disk_full,
 }
+
+SCENARIOS.update(scenarios_summary.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)

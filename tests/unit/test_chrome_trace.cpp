@@ -324,16 +324,19 @@ void write_raw(const std::string& path, const raw::Meta& m, const std::vector<ra
 }
 
 void check_converts_to_bad_input(const std::string& input, const std::string& output,
-                                 const std::string& name_in_msg) {
+                                 const std::string& name_in_msg, ErrorKind kind = ErrorKind::kBadInput) {
   try {
     cv::convert_to_chrome_trace({input}, output);
     FAIL("converted a bad input");
   } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::kBadInput);
+    CHECK(e.kind() == kind);
     CHECK(std::string(e.what()).find(name_in_msg) != std::string::npos);
   }
   CHECK_FALSE(fs::exists(output));
-  CHECK_FALSE(fs::exists(output + ".tmp"));
+  // Nothing else beside the inputs: no temporary file of any name.
+  for (const auto& entry : fs::directory_iterator(fs::path(output).parent_path())) {
+    CHECK_MESSAGE(entry.path().extension() != ".tmp", entry.path().string());
+  }
 }
 
 }  // namespace
@@ -670,7 +673,7 @@ TEST_CASE("convert: errors leave no output behind") {
     REQUIRE(at != std::string::npos);
     text.replace(at, 4, "[\"Q\"");  // an unknown kind after eight good events
     spit(dir / "bad_mid.json", text);
-    check_converts_to_bad_input(dir / "bad_mid.json", out, "bad_mid.json: event #9");
+    check_converts_to_bad_input(dir / "bad_mid.json", out, "bad_mid.json: event #9", ErrorKind::kCorrupt);
   }
   SUBCASE("a bad second input: nothing is written") {
     spit(dir / "empty.json", "");
@@ -690,7 +693,7 @@ TEST_CASE("convert: errors leave no output behind") {
       FAIL("no error");
     } catch (const Error& e) {
       CHECK(e.kind() == ErrorKind::kIo);
-      CHECK(std::string(e.what()).find("no/such/dir/out.json.tmp") != std::string::npos);
+      CHECK(std::string(e.what()).find("no/such/dir/out.json") != std::string::npos);
     }
   }
   SUBCASE("an existing output is replaced only when the conversion succeeds") {
@@ -796,4 +799,53 @@ TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
   CHECK(tc::check_chrome_trace(trace(R"({"ph":"C","name":"x","pid":1,"tid":2,"ts":"1.000"})")).problem_count == 1);
   CHECK_FALSE(tc::check_chrome_trace(R"({"events":[]})").ok());
   CHECK_FALSE(tc::check_chrome_trace("{").ok());
+}
+
+TEST_CASE("convert: a finished file with one bad byte is refused as corrupt; --salvage converts what precedes it") {
+  TempDir dir;
+  std::string text = slurp(kSmall);
+  const size_t at = text.find("[\"N\",6000200,2]");
+  REQUIRE(at != std::string::npos);
+  text[at + 1] = '?';  // no longer JSON, in the middle of a finished file
+  spit(dir / "bad.json", text);
+  const std::string out = dir / "out.json";
+  check_converts_to_bad_input(dir / "bad.json", out, "is corrupt at byte offset " + std::to_string(at + 1),
+                              ErrorKind::kCorrupt);
+  const auto report = cv::convert_to_chrome_trace({dir / "bad.json"}, out, {.salvage = true});
+  const auto& r = report.inputs.at(0);
+  CHECK_FALSE(r.complete);
+  CHECK(r.corrupt);
+  CHECK(r.records == 8);
+  CHECK(r.damage_offset == at + 1);
+  CHECK(r.bytes == text.size());
+  CHECK(r.unread_lines > 5);
+  CHECK(r.summary_rebuilt);
+  const Trace t = load(out);
+  CHECK(t.doc["otherData"]["inputs"][0]["corrupt"] == true);
+}
+
+TEST_CASE("convert: a link at the output's name is neither followed nor replaced; the output is 0600") {
+  TempDir dir;
+  const std::string victim = dir / "victim";
+  spit(victim, "precious");
+  const std::string out = dir / "out.json";
+  fs::create_symlink(victim, out);
+  try {
+    cv::convert_to_chrome_trace({kSmall.string()}, out);
+    FAIL("wrote through a link");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kIo);
+    CHECK(std::string(e.what()).find("symbolic link") != std::string::npos);
+  }
+  CHECK(slurp(victim) == "precious");
+  CHECK(fs::is_symlink(out));
+  fs::remove(out);
+  // A planted "<out>.tmp" (the name older gilspy used) is irrelevant: the temporary file has no fixed name.
+  fs::create_symlink(victim, out + ".tmp");
+  cv::convert_to_chrome_trace({kSmall.string()}, out);
+  CHECK(slurp(victim) == "precious");
+  CHECK((fs::status(out).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  cv::convert_to_chrome_trace({kSmall.string()}, out, {.mode = 0644});
+  CHECK((fs::status(out).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
 }

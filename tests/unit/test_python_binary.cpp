@@ -92,6 +92,14 @@ void check_libpython(int minor, const Install& install) {
   } else {
     CHECK_FALSE(image.symbol("Py_Version").has_value());
   }
+  // The version locate_python reports, micro included, from the file alone (before 3.11 from the PY_VERSION
+  // string in .rodata, which the linker may keep only as the tail of the install prefix): as if this process
+  // had the library mapped.
+  const std::vector<gilspy::elf::Mapping> maps = {
+      {.start = 0x7f0000000000, .end = 0x7f0000100000, .offset = 0, .perms = "r--p", .path = install.libpython}};
+  const auto bin = gilspy::elf::locate_python(::getpid(), maps);
+  CHECK(bin.version.text() == expected->text());
+  CHECK(bin.version_source == (minor >= 11 ? "Py_Version" : "version string in .rodata"));
   // `.PyRuntime`, started by _PyRuntime: required from 3.11; the pyenv 3.10 build has it too, 3.8/3.9 do not.
   const auto section = image.section(".PyRuntime");
   if (minor >= 10) {
@@ -272,4 +280,25 @@ TEST_CASE("elf_image: Debian's stripped /usr/bin/python3.11") {
 TEST_CASE("elf_image: open fails with kElf and names the file") {
   SUBCASE("missing file") { expect_elf_error("/nonexistent/gilspy/libpython3.99.so"); }
   SUBCASE("not an ELF file") { expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt"); }
+}
+
+TEST_CASE("elf_image: a process's files are opened in its root without following symlinks") {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  self[n] = '\0';
+  const ElfImage image = ElfImage::open_in_process(::getpid(), self);  // canonical path: opens
+  CHECK(image.first_load_vaddr() == ElfImage::open(self).first_load_vaddr());
+
+  char dir[] = "/tmp/gilspy-elf-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string link = std::string(dir) + "/exe", dir_link = std::string(dir) + "/d";
+  REQUIRE(::symlink(self, link.c_str()) == 0);
+  REQUIRE(::symlink("/proc/self", dir_link.c_str()) == 0);
+  CHECK_THROWS_WITH_AS(ElfImage::open_in_process(::getpid(), link), doctest::Contains("symbolic link"),
+                       gilspy::Error);
+  CHECK_THROWS_AS(ElfImage::open_in_process(::getpid(), dir_link + "/exe"), gilspy::Error);
+  ::unlink(link.c_str());
+  ::unlink(dir_link.c_str());
+  ::rmdir(dir);
 }

@@ -2,7 +2,9 @@
 // byte, and rejection (kBadInput, naming the file) of what is not a raw recording.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +78,8 @@ std::vector<raw::Record> sample_records() {
   v.push_back(raw::Stats{.ts = 1'000'000'000, .polls = 7001, .late = 12, .missed = 3, .handoffs_seen = 4321,
                          .handoffs_total = 4400});
   v.push_back(raw::Hold{31337, 1020, 0});  // a zero-length hold is still a hold
+  v.push_back(raw::ProcessStopped{.ts = 1100, .dur = 400});
+  v.push_back(raw::ThreadStart{.tid = 31350, .ts = 1600, .tstate = 0x5555, .name = "in a container", .ns_tid = 3});
   return v;
 }
 
@@ -115,13 +119,14 @@ std::string written_file(const TempDir& dir, const std::vector<raw::Record>& rec
   return slurp(path);
 }
 
-void check_bad_input(const std::string& text, const std::string& expect_in_message = {}) {
+void check_bad_input(const std::string& text, const std::string& expect_in_message = {},
+                     ErrorKind kind = ErrorKind::kBadInput) {
   CAPTURE(text);
   try {
     read_text(text, "some/input.json");
     FAIL("no error for a file that is not a raw recording");
   } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::kBadInput);
+    CHECK(e.kind() == kind);
     const std::string what = e.what();
     CAPTURE(what);
     CHECK(what.find("some/input.json") != std::string::npos);
@@ -155,7 +160,7 @@ TEST_CASE("raw format: Writer then read gives back the meta, every record kind a
   }
   REQUIRE(fs::exists(final_path));
   const std::string text = slurp(final_path);
-  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":1,\n\"meta\":{", 0) == 0);
+  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":2,\n\"meta\":{", 0) == 0);
   CHECK(nlohmann::json::parse(text).is_object());
 
   const ReadBack rb = read_text(text);
@@ -225,6 +230,7 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
 
   // Where each part ends: the meta object, each event's closing bracket, the whole document.
   size_t meta_end = 0;              // one past the meta's closing brace
+  const size_t end_marker = text.find("[\"F\"]");  // a cut past it cuts a finished file: corrupt
   std::vector<size_t> record_ends;  // one past each record's ']'
   size_t doc_end = text.rfind('}') + 1;
   {
@@ -271,6 +277,17 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
       ++rejected;
       continue;
     }
+    if (p >= end_marker + 5 && p < doc_end) {  // ["F"] read: the file was finished
+      try {
+        read_text(prefix, "cut.json");
+        FAIL("a finished file cut in its summary was taken for an unfinished recording");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::kCorrupt);
+        CHECK(std::string(e.what()).find("cut.json is corrupt at byte offset " + std::to_string(p)) !=
+              std::string::npos);
+      }
+      continue;
+    }
     const ReadBack rb = read_text(prefix, "cut.json");
     ++recovered;
     size_t expect = 0;
@@ -283,7 +300,9 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
       CHECK(rb.result.complete);
     } else {
       CHECK_FALSE(rb.result.complete);
-      CHECK_FALSE(rb.result.problem.empty());
+      CHECK_FALSE(rb.result.corrupt);
+      // Where it ends: the file's length, not one past it.
+      CHECK(rb.result.problem.find("cut short after " + std::to_string(p) + " bytes") != std::string::npos);
     }
   }
   CHECK(rejected > 5);
@@ -303,16 +322,29 @@ TEST_CASE("raw format: what is not a raw recording is kBadInput, and the message
   check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"meta\":{\"pid\":1}}", "meta");
   check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"meta\":5}", "meta");
   check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"events\":[]}", "meta");
-  check_bad_input(with_events("5"), "arrays");
-  check_bad_input(with_events("{\"kind\":\"H\"}"), "arrays");
-  check_bad_input(with_events("[\"H\",1,2,3],\n\"H\""), "arrays");
-  check_bad_input(with_events("[\"Z\",1,2]"), "unknown kind");
-  check_bad_input(with_events("[\"H\",1,2,3],\n[\"H\",1,10,-5]"), "negative");
-  check_bad_input(with_events("[\"H\",1,2]"), "integer");
-  check_bad_input(with_events("[\"T\",1,2]"), "thread name");
-  check_bad_input(with_events("[]"));
-  check_bad_input(with_events("[7,1,2]"));
-  check_bad_input(kHeader + raw::to_json(sample_meta()).dump() + ",\n\"events\":5}", "events");
+}
+
+TEST_CASE("raw format: what is wrong after a good meta is corrupt (kCorrupt), and the message names the file") {
+  const auto corrupt = ErrorKind::kCorrupt;
+  check_bad_input(with_events("5"), "arrays", corrupt);
+  check_bad_input(with_events("{\"kind\":\"H\"}"), "arrays", corrupt);
+  check_bad_input(with_events("[\"H\",1,2,3],\n\"H\""), "arrays", corrupt);
+  check_bad_input(with_events("[\"Z\",1,2]"), "unknown kind", corrupt);
+  check_bad_input(with_events("[\"\\u001b\",1,2]"), "unknown kind \"\\u001b\"", corrupt);  // escaped, not raw
+  check_bad_input(with_events("[\"H\",1,2,3],\n[\"H\",1,10,-5]"), "negative", corrupt);
+  check_bad_input(with_events("[\"H\",1,2]"), "integer", corrupt);
+  check_bad_input(with_events("[\"T\",1,2]"), "thread name", corrupt);
+  check_bad_input(with_events("[]"), "", corrupt);
+  check_bad_input(with_events("[7,1,2]"), "", corrupt);
+  // Numbers whose sums would overflow (ts + dur, a lane's total) are refused, not wrapped.
+  check_bad_input(with_events("[\"H\",1,2,18446744073709551615]"), "out of range", corrupt);
+  check_bad_input(with_events("[\"H\",1,4611686018427387904,3]"), "time out of range", corrupt);
+  check_bad_input(with_events("[\"H\",1,2,1152921504606846977]"), "duration out of range", corrupt);
+  std::string many;
+  for (int i = 0; i < 5; ++i) many += std::string(i ? ",\n" : "") + "[\"H\",1,2,1152921504606846976]";
+  check_bad_input(with_events(many), "146 years", corrupt);
+  check_bad_input(with_events("[\"H\",1,2.5,3]"), "integer", corrupt);
+  check_bad_input(kHeader + raw::to_json(sample_meta()).dump() + ",\n\"events\":5}", "events", corrupt);
 }
 
 TEST_CASE("raw format: a bad event after good ones is still an error, not a recovery") {
@@ -323,7 +355,7 @@ TEST_CASE("raw format: a bad event after good ones is still an error, not a reco
         in, "mid.json", [](const raw::Meta&) {}, [&](const raw::Record&) { ++seen; });
     FAIL("accepted an unknown kind");
   } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::kBadInput);
+    CHECK(e.kind() == ErrorKind::kCorrupt);
     CHECK(std::string(e.what()).find("mid.json: event #3") != std::string::npos);
   }
   CHECK(seen == 2);
@@ -394,4 +426,160 @@ TEST_CASE("raw format: the reader says which format version it read; format 1 fi
   CHECK(r.format_version == 1);
   CHECK(r.complete);
   CHECK(records == 19);
+}
+
+namespace {
+
+// A finished file of 6 x sample_records().
+std::string finished_file(const TempDir& dir) {
+  std::vector<raw::Record> records;
+  for (int i = 0; i < 6; ++i) {
+    for (const auto& r : sample_records()) {
+      raw::Record c = r;
+      raw::shift_time(c, i * 10'000);
+      records.push_back(c);
+    }
+  }
+  return written_file(dir, records, {{"duration_ns", 60000}, {"threads", nlohmann::json::array()}});
+}
+
+raw::ReadResult read_salvaging(const std::string& text, size_t* records) {
+  std::istringstream in(text);
+  *records = 0;
+  return raw::read(
+      in, "f.json", [](const raw::Meta&) {}, [&](const raw::Record&) { ++*records; }, {.salvage = true});
+}
+
+}  // namespace
+
+TEST_CASE("raw format: one bad byte in a finished file is corruption at its offset, not an unfinished recording") {
+  TempDir dir;
+  std::string text = finished_file(dir);
+  // A byte in the middle of the events that breaks the JSON: '[' of an event line turned into '@'.
+  size_t at = text.find("\n[\"H\"", text.size() / 2) + 1;
+  REQUIRE(at > 0);
+  text[at] = '@';
+  try {
+    read_text(text, "bad.json");
+    FAIL("a corrupt file was accepted");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kCorrupt);
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("bad.json is corrupt at byte offset " + std::to_string(at) + " of " +
+                    std::to_string(text.size())) != std::string::npos);
+    CHECK(what.find("end marker") != std::string::npos);
+    CHECK(what.find("last read") == std::string::npos);  // the file's own bytes are not repeated
+  }
+  size_t records = 0;
+  const raw::ReadResult r = read_salvaging(text, &records);
+  CHECK_FALSE(r.complete);
+  CHECK(r.corrupt);
+  CHECK(r.damage_offset == at);
+  CHECK(r.bytes == text.size());
+  CHECK(records == r.records);
+  CHECK(records > 10);
+  CHECK(records < 6 * sample_records().size());
+  CHECK(r.unread_lines > 5);
+  CHECK(r.problem.find("salvaged the " + std::to_string(records) + " events") != std::string::npos);
+}
+
+TEST_CASE("raw format: deep nesting is refused at a bounded depth, wherever it is") {
+  TempDir dir;
+  const std::string text = finished_file(dir);
+  const std::string deep(60000, '[');
+  const size_t summary = text.find("\"summary\":") + 10;
+  std::string in_summary = text;
+  in_summary.insert(summary, deep);
+  check_bad_input(in_summary, "nested deeper than", ErrorKind::kCorrupt);
+  size_t records = 0;
+  const raw::ReadResult r = read_salvaging(in_summary, &records);
+  CHECK(r.corrupt);
+  CHECK(records == 6 * sample_records().size());
+  // In the meta: not a raw file at all.
+  std::string in_meta = text;
+  in_meta.insert(text.find("\"command\":") + 10, deep);
+  check_bad_input(in_meta, "nested deeper than");
+  // In an unknown member before the meta: skipped, but bounded too.
+  check_bad_input("{\"x\":" + deep, "nested deeper than");
+}
+
+TEST_CASE("raw format: damage in an unfinished file is still corruption; only a clean cut is a recovery") {
+  TempDir dir;
+  std::string text = finished_file(dir);
+  text.resize(text.find("[\"F\"]"));  // as a killed recording leaves it
+  size_t records = 0;
+  const raw::ReadResult cut = read_salvaging(text, &records);
+  CHECK_FALSE(cut.corrupt);
+  CHECK(records == 6 * sample_records().size());
+  text[text.size() / 2] = '\x01';
+  check_bad_input(text, "corrupt at byte offset " + std::to_string(text.size() / 2), ErrorKind::kCorrupt);
+}
+
+TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps events in memory when writes fail") {
+  TempDir dir;
+  const fs::path final_path = dir.path / "GIL_31337_rank_5.json";
+  const fs::path victim = dir.path / "victim";
+  {
+    std::ofstream(victim) << "precious";
+  }
+  SUBCASE("a link at the .partial or the final name") {
+    for (const fs::path& link : {fs::path(final_path.string() + ".partial"), final_path}) {
+      fs::create_symlink(victim, link);
+      try {
+        raw::Writer w(final_path.string(), sample_meta());
+        FAIL("wrote despite a link at " << link);
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::kIo);
+        CHECK(std::string(e.what()).find("symbolic link") != std::string::npos);
+      }
+      fs::remove(link);
+      CHECK(slurp(victim) == "precious");
+      CHECK_FALSE(fs::exists(final_path.string() + ".partial"));
+    }
+  }
+  SUBCASE("a second writer of the same file") {
+    raw::Writer first(final_path.string(), sample_meta());
+    try {
+      raw::Writer second(final_path.string(), sample_meta());
+      FAIL("two writers of one file");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kBusy);
+    }
+    first.write(raw::Hold{1, 2, 3});
+    first.finish({{"duration_ns", 5}});
+    const ReadBack rb = read_text(slurp(final_path));
+    CHECK(rb.result.complete);
+    CHECK(rb.records.size() == 1);
+  }
+  SUBCASE("writes that fail (file size limit: like a full disk) are retried; past the bound events are lost") {
+    raw::Writer w(final_path.string(), sample_meta(), {.max_pending_bytes = 4096});
+    REQUIRE(w.flush() == std::nullopt);
+    const size_t header = fs::file_size(w.partial_path());
+    struct rlimit old {};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old;
+    small.rlim_cur = header + 100;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    for (int i = 0; i < 400; ++i) w.write(raw::Hold{1, i * 10, 5});
+    const std::optional<Error> e = w.flush();
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+    ::signal(SIGXFSZ, old_handler);
+    REQUIRE(e.has_value());
+    CHECK(e->kind() == ErrorKind::kIo);
+    CHECK(std::string(e->what()).find("file too large") != std::string::npos);
+    CHECK(w.pending_bytes() > 0);
+    CHECK(w.lost_records() > 0);
+    CHECK(w.lost_records() < 400);
+    CHECK(w.flush() == std::nullopt);  // room again: what waited in memory goes out, in order
+    CHECK(w.pending_bytes() == 0);
+    w.finish({{"duration_ns", 5}});
+    const ReadBack rb = read_text(slurp(final_path));
+    CHECK(rb.result.complete);
+    CHECK(rb.records.size() == 400 - w.lost_records());
+    for (size_t i = 1; i < rb.records.size(); ++i) {
+      CHECK(std::get<raw::Hold>(rb.records[i]).ts == static_cast<int64_t>(i) * 10);
+    }
+  }
 }

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 #include "cli/top/top_render.hpp"
 
 namespace top = gilspy::top;
@@ -108,7 +108,7 @@ TEST_CASE("render: no line wider than the terminal, no more lines than rows, at 
         for (const auto& l : lines) {
           const std::string shown = visible(l);
           INFO("width " << width << " height " << height << ": " << shown);
-          REQUIRE(top::display_width(shown) <= static_cast<std::size_t>(width));
+          REQUIRE(gilspy::display_width(shown) <= static_cast<std::size_t>(width));
           REQUIRE_FALSE(has_control(shown));
           if (!colour) REQUIRE(l == shown);
         }
@@ -240,7 +240,7 @@ TEST_CASE("render: too many threads for the rows: each process keeps a share and
   for (std::size_t width = 1; width < 120; ++width) {  // quitting stays discoverable on any terminal
     INFO(width);
     CHECK(top::help_text(width).find('q') != std::string::npos);
-    CHECK(top::display_width(top::help_text(width)) <= std::max<std::size_t>(width, 1));
+    CHECK(gilspy::display_width(top::help_text(width)) <= std::max<std::size_t>(width, 1));
   }
 }
 

@@ -5,12 +5,12 @@
 #include <random>
 #include <string>
 
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 
-using gilspy::top::cut_to_width;
-using gilspy::top::display_width;
-using gilspy::top::escape_for_terminal;
-using gilspy::top::fit_with_marker;
+using gilspy::cut_to_width;
+using gilspy::display_width;
+using gilspy::escape_for_terminal;
+using gilspy::fit_with_marker;
 
 TEST_CASE("escape: printable ASCII and valid UTF-8 pass unchanged") {
   CHECK(escape_for_terminal("MainThread") == "MainThread");

@@ -1,13 +1,14 @@
 #pragma once
-// Target-controlled text (thread names, command lines) on the way to a terminal. A Python program can name a
-// thread "\x1b]0;pwned\x07" or "\u202e" and rewrite the user's screen, title or reading order; every byte that
-// the terminal would interpret rather than print is made visible instead. Widths are counted in terminal
-// columns so that the renderer can promise that no line is longer than the screen.
+// Target-controlled text (thread names, command lines, paths from /proc) on the way to a terminal. A Python
+// program can name a thread "\x1b]0;pwned\x07" or "\u202e" and rewrite the user's screen, title or reading
+// order; every byte that the terminal would interpret rather than print is made visible instead. Every place
+// that prints target text (record's summary, info, top, error messages) passes it through escape_for_terminal.
+// Widths are counted in terminal columns so that a renderer can promise that no line is longer than the screen.
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace gilspy::top {
+namespace gilspy {
 
 // Printable, valid UTF-8 passes unchanged. Made visible instead:
 //   C0 controls and DEL     -> \xHH      (ESC, \r, \n, \t, BEL, ...)
@@ -27,4 +28,4 @@ std::string_view cut_to_width(std::string_view text, std::size_t columns);
 // `text` cut to `columns`; a cut shows as a trailing '~' so a truncated name is not mistaken for a whole one.
 std::string fit_with_marker(std::string_view text, std::size_t columns);
 
-}  // namespace gilspy::top
+}  // namespace gilspy

@@ -1,12 +1,18 @@
-#include "cli/top/escape.hpp"
+#include "base/terminal_text.hpp"
 
 #include <cstdint>
 
-#include <fmt/format.h>
-
-namespace gilspy::top {
+namespace gilspy {
 
 namespace {
+
+// "\x1B", "\u202E" (base/ links no formatting library).
+std::string hex_escape(const char* prefix, uint32_t value, int digits) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out(prefix);
+  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out += kHex[(value >> shift) & 0xF];
+  return out;
+}
 
 // Decodes one UTF-8 sequence at text[i]. Returns its length and sets cp, or 0 when the bytes there are not a
 // valid, shortest-form encoding of a scalar value.
@@ -52,16 +58,16 @@ std::string escape_for_terminal(std::string_view text) {
     uint32_t cp = 0;
     const std::size_t len = decode(text, i, cp);
     if (len == 0) {
-      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
+      out += hex_escape("\\x", static_cast<unsigned char>(text[i]), 2);
       ++i;
       continue;
     }
     if (cp < 0x20 || cp == 0x7F) {
-      out += fmt::format("\\x{:02X}", cp);
+      out += hex_escape("\\x", cp, 2);
     } else if (cp == '\\') {
       out += "\\\\";
     } else if (is_hidden(cp)) {
-      out += fmt::format("\\u{:04X}", cp);
+      out += hex_escape("\\u", cp, 4);
     } else {
       out.append(text.substr(i, len));
     }
@@ -116,4 +122,4 @@ std::string fit_with_marker(std::string_view text, std::size_t columns) {
   return out;
 }
 
-}  // namespace gilspy::top
+}  // namespace gilspy

@@ -1,0 +1,39 @@
+#pragma once
+// Child Python processes of the recorded targets that are not recorded themselves (multiprocessing workers,
+// a launcher's ranks): `record` says so once at the end, with the -p that would record them. They are looked
+// for while the recording runs, as a child may come and go, or outlive a parent that exits first.
+#include <sys/types.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/sink.hpp"
+
+namespace gilspy::cli {
+
+// The Python processes among `pid`'s descendants (from a /proc scan): an executable named python* or a
+// libpython mapped.
+std::vector<pid_t> python_descendants(const std::vector<pid_t>& roots);
+
+// "" when `unrecorded` is empty; else one line naming them and the -p that records them with `recorded`
+// (launch mode cannot add -p to the command: it says to record them on their own while they run).
+std::string unrecorded_children_note(const std::vector<pid_t>& recorded, const std::set<pid_t>& unrecorded,
+                                     bool launch_mode);
+
+class ChildWatchSink final : public Sink {
+ public:
+  void start(const SessionTarget& target) override { targets_.push_back(target.pid); }
+  void record(const SessionTarget&, const raw::Record&) override {}
+  void stats(const LiveStats& live) override;  // a scan every 2 s (40 drains)
+  void finish(const SessionEnd&) override { scan(); }
+  const std::set<pid_t>& unrecorded() const { return unrecorded_; }
+
+ private:
+  void scan();
+  std::vector<pid_t> targets_;
+  std::set<pid_t> unrecorded_;
+  int calls_ = 0;
+};
+
+}  // namespace gilspy::cli

@@ -1,0 +1,115 @@
+#include "cli/summary_table.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace gilspy::cli {
+
+namespace {
+
+constexpr size_t kMinGroup = 3;  // fewer threads of a pattern say more on their own rows
+
+double share(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+SummaryRow row_of(const raw::ThreadSummary& t) {
+  SummaryRow r;
+  r.tid = t.tid;
+  r.name = t.name;
+  r.life_ns = std::max<int64_t>(0, t.last_ns - t.first_ns);
+  r.hold_ns = t.hold_ns;
+  r.wait_ns = t.wait_ns;
+  r.holds = t.holds;
+  r.longest_hold_ns = t.longest_hold_ns;
+  r.longest_wait_ns = t.longest_wait_ns;
+  return r;
+}
+
+void merge_into(SummaryRow& group, const SummaryRow& r) {
+  group.threads += r.threads;
+  group.life_ns += r.life_ns;
+  group.hold_ns += r.hold_ns;
+  group.wait_ns += r.wait_ns;
+  group.holds += r.holds;
+  group.longest_hold_ns = std::max(group.longest_hold_ns, r.longest_hold_ns);
+  group.longest_wait_ns = std::max(group.longest_wait_ns, r.longest_wait_ns);
+}
+
+bool busier(const SummaryRow& a, const SummaryRow& b) {
+  const int64_t ta = a.hold_ns + a.wait_ns, tb = b.hold_ns + b.wait_ns;
+  if (ta != tb) return ta > tb;
+  return a.tid < b.tid;
+}
+
+}  // namespace
+
+double SummaryRow::hold_share() const {
+  return share(hold_ns, life_ns);
+}
+double SummaryRow::wait_share() const {
+  return share(wait_ns, life_ns);
+}
+
+std::string name_pattern(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      out += '*';
+      while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+    } else {
+      out += name[i++];
+    }
+  }
+  return out;
+}
+
+SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads, int64_t duration_ns,
+                                 size_t max_rows) {
+  SummaryTable table;
+  table.total_threads = threads.size();
+  std::vector<SummaryRow> rows;
+  if (max_rows == 0) {
+    for (const auto& t : threads) rows.push_back(row_of(t));
+  } else {
+    // Short-lived threads by name pattern; a pattern with enough of them becomes one row.
+    std::map<std::string, std::vector<SummaryRow>> short_lived;
+    for (const auto& t : threads) {
+      SummaryRow r = row_of(t);
+      if (duration_ns > 0 && 2 * r.life_ns < duration_ns) {
+        short_lived[name_pattern(r.name)].push_back(std::move(r));
+      } else {
+        rows.push_back(std::move(r));
+      }
+    }
+    for (auto& [pattern, members] : short_lived) {
+      if (members.size() < kMinGroup) {
+        for (auto& r : members) rows.push_back(std::move(r));
+        continue;
+      }
+      SummaryRow group;
+      group.threads = 0;
+      group.name = pattern;
+      for (const auto& r : members) merge_into(group, r);
+      group.tid = std::min_element(members.begin(), members.end(), busier)->tid;
+      rows.push_back(std::move(group));
+      table.grouped = true;
+    }
+  }
+  std::sort(rows.begin(), rows.end(), busier);
+  if (max_rows > 0 && rows.size() > max_rows) {
+    for (auto it = rows.begin() + static_cast<std::ptrdiff_t>(max_rows); it != rows.end(); ++it) {
+      table.rest_threads += it->threads;
+      table.rest_hold_ns += it->hold_ns;
+      table.rest_wait_ns += it->wait_ns;
+      table.rest_life_ns += it->life_ns;
+    }
+    rows.resize(max_rows);
+    table.grouped = std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.threads > 1; });
+  }
+  table.rows = std::move(rows);
+  return table;
+}
+
+}  // namespace gilspy::cli
