@@ -19,6 +19,7 @@ struct RecordOptions {
   bool quiet = false;
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;
+  bool strict_version = false;
 };
 
 // Returns the exit code (see `gilspy record --help`).

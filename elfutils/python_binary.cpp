@@ -189,13 +189,14 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
       throw Error(ErrorKind::kNotPython, "found _PyRuntime in " + cand.path +
                                              " but cannot tell which CPython version it is");
     }
+    bin.glibc = locate_glibc(pid, maps, cand.path);
     return bin;
   }
   if (old_python) {
     throw Error(ErrorKind::kUnsupportedVersion,
                 "process " + std::to_string(pid) + " runs Python " + std::to_string(old_python->major) + "." +
                     std::to_string(old_python->minor) +
-                    ", which gilspy does not support (3.8 to 3.13 are, and 3.14 through its _Py_DebugOffsets)");
+                    ", which gilspy does not support (it supports CPython 3.8 and newer)");
   }
   std::string what = looked_at.empty() ? "no executable or library mapped" : "";
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;

@@ -1,0 +1,22 @@
+#include "cli/version_policy.hpp"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+
+#include "base/error.hpp"
+
+namespace gilspy::cli {
+
+void apply_version_policy(const sampler::Interpreter& interp, bool strict) {
+  const std::string& note = interp.layout.newer_than_known;  // built from Py_Version's digits: printable
+  if (note.empty()) return;
+  if (strict) {
+    throw Error(ErrorKind::kUnsupportedVersion,
+                "process " + std::to_string(interp.pid) + ": " + note + "; --strict-version refuses it");
+  }
+  fmt::print(stderr, "gilspy: warning: process {}: {}; recording it anyway (--strict-version refuses)\n",
+             interp.pid, note);
+}
+
+}  // namespace gilspy::cli
