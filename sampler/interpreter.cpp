@@ -42,8 +42,8 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   reader.read_exact(in.gil_addr, gil_bytes.data(), l.gil.size, "the GIL struct");
   in.first_gil = decode_gil(gil_bytes.data(), l.gil);
   if (!in.first_gil.enabled) {
-    throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " runs a free-threaded Python " +
-                                       binary.version.text() + " with the GIL disabled: there is no GIL to trace");
+    throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " (Python " + binary.version.text() +
+                                       "): free-threaded build, GIL disabled: nothing to record");
   }
   if (in.first_gil.locked == -1) throw Error(ErrorKind::kNotReady, "the GIL is not created yet");
   if (in.first_gil.locked != 0 && in.first_gil.locked != 1) {

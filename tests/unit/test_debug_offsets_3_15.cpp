@@ -19,6 +19,7 @@
 #include "elfutils/elf_image.hpp"
 #include "elfutils/glibc_version.hpp"
 #include "elfutils/python_binary.hpp"
+#include "sampler/gil_sample.hpp"
 
 namespace gl = gilspy::layouts;
 using gilspy::Error;
@@ -276,4 +277,35 @@ TEST_CASE("live: Debian unstable's python3.15 and its glibc, as fetched by scrip
   REQUIRE(g.has_value());
   CHECK(g->major == 2);
   CHECK(g->minor >= 41);  // newer than this machine's 2.36: the reason gilspy must not use the host's layout
+}
+
+TEST_CASE("free-threaded 3.15: the GIL's `enabled` word decides whether there is a GIL to record") {
+  Values15 v;
+  v.free_threaded = true;
+  v.gil_locked = v.gil + 24;  // `int enabled` first: every field moves by 8
+  v.gil_holder = v.gil + 16;
+  const gl::Layout l = gl::resolve_layout(version(kV3_15_2), blob_3_15(v).span());
+  REQUIRE(l.free_threaded);
+  REQUIRE(l.gil.enabled.has_value());
+  CHECK(*l.gil.enabled == 0);
+  CHECK(l.gil.locked == 24);
+
+  // A GIL struct as a free-threaded interpreter holds it: enabled, interval 5000 µs, held (locked 1).
+  std::vector<uint8_t> gil(l.gil.size, 0);
+  auto put32 = [&](uint32_t at, int32_t x) { std::memcpy(gil.data() + at, &x, 4); };
+  auto put64 = [&](uint32_t at, uint64_t x) { std::memcpy(gil.data() + at, &x, 8); };
+  put64(l.gil.interval, 5000);
+  put64(l.gil.last_holder, 0x7f0000001000);
+  put32(l.gil.locked, 1);
+  SUBCASE("enabled = 1 (PYTHON_GIL=1): a GIL like any other") {
+    put32(*l.gil.enabled, 1);
+    const auto s = gilspy::sampler::decode_gil(gil.data(), l.gil);
+    CHECK(s.enabled);
+    CHECK(s.holder() == 0x7f0000001000);
+    CHECK(s.interval_us == 5000);
+  }
+  SUBCASE("enabled = 0: no GIL, nothing to record") {
+    put32(*l.gil.enabled, 0);
+    CHECK_FALSE(gilspy::sampler::decode_gil(gil.data(), l.gil).enabled);
+  }
 }
