@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/version_policy.hpp"
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
 #include "base/terminal_text.hpp"
@@ -20,6 +21,7 @@ struct InfoOptions {
   int pid = 0;
   bool json = false;
   double wait_s = 2.0;
+  bool strict_version = false;
 };
 
 std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
@@ -35,6 +37,7 @@ int run_info(const InfoOptions& o) {
   const bool looks_like_python = exe_name.find("/python") != std::string::npos;
   const auto in = sampler::attach(
       o.pid, reader, {.timeout_s = o.wait_s, .retry_interval_s = 0.01, .wait_for_python = looks_like_python});
+  apply_version_policy(in, o.strict_version);
   sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
   std::vector<sampler::ThreadRef> threads(sampler::ThreadWalker::kMaxThreads);
   bool truncated = false;
@@ -76,6 +79,7 @@ int run_info(const InfoOptions& o) {
                       {"binary", b.path},
                       {"build", b.shared_library ? "shared" : "static"},
                       {"stripped", b.stripped},
+                      {"glibc", b.glibc ? b.glibc->text() : "unknown"},
                       {"free_threaded", in.layout.free_threaded},
                       {"layout_source", in.layout.source},
                       {"runtime_addr", hex(b.runtime_addr)},
@@ -124,6 +128,8 @@ Runner add_info_command(CLI::App& app) {
               "the thread is doing. --json prints the same as one JSON object.");
   cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number());
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
+  cmd->add_flag("--strict-version", opts->strict_version,
+                "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
   cmd->add_option("--wait", opts->wait_s,
                   "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
       ->default_val(2.0)

@@ -64,6 +64,7 @@ Runner add_record_command(CLI::App& app) {
     opts->loop = targets->loop();
     opts->loop.duration_s = duration_s;
     opts->attach_timeout_s = targets->attach_timeout_s;
+    opts->strict_version = targets->strict_version;
     opts->status = !*no_status;
     if (opts->output_dir.empty()) {
       const char* env = std::getenv("GILSPY_OUTPUT_DIR");

@@ -36,6 +36,7 @@ Runner add_top_command(CLI::App& app) {
     opts->command = targets->command;
     opts->loop = targets->loop();
     opts->attach_timeout_s = targets->attach_timeout_s;
+    opts->strict_version = targets->strict_version;
     return run_top(*opts);
   };
 }

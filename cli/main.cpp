@@ -9,6 +9,9 @@
 #include "base/terminal_text.hpp"
 #include "gilspy_version.hpp"
 
+// A free-threaded target without a GIL is not an error of gilspy or of the user: scripts can tell it apart.
+constexpr int kExitNoGil = 3;
+
 int main(int argc, char** argv) {
   // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way through
   // writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A launched
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
   } catch (const gilspy::Error& e) {
     // Messages name target text (a command, a binary's path): escaped like everything else we print.
     std::fprintf(stderr, "gilspy: error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());
+    if (e.kind() == gilspy::ErrorKind::kNoGil) return kExitNoGil;
     return e.kind() == gilspy::ErrorKind::kUsage ? 2 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gilspy: internal error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());

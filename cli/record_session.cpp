@@ -61,7 +61,8 @@ int run_record(const RecordOptions& o) {
       {.pids = o.pids,
        .command = o.command,
        .loop = o.loop,
-       .attach_timeout_s = o.attach_timeout_s});
+       .attach_timeout_s = o.attach_timeout_s,
+       .strict_version = o.strict_version});
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;

@@ -21,6 +21,7 @@ struct RecordOptions {
   size_t summary_threads = 20;  // rows of the end summary's thread table; 0: every thread
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;
+  bool strict_version = false;
 };
 
 // Returns the exit code (see `gilspy record --help`).

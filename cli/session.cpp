@@ -1,5 +1,7 @@
 #include "cli/session.hpp"
 
+#include "cli/version_policy.hpp"
+
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -105,6 +107,7 @@ void Session::Impl::attach() {
     try {
       t.interp =
           attach_launched(child, *t.reader, options.attach_timeout_s, options.command[0], &child_status);
+      apply_version_policy(t.interp, options.strict_version);
     } catch (...) {
       if (!child_status) {
         ::kill(child, SIGTERM);
@@ -116,6 +119,7 @@ void Session::Impl::attach() {
     for (const int pid : options.pids) {
       Target& t = add_target(pid);
       t.interp = sampler::attach(pid, *t.reader, {.timeout_s = 2.0, .retry_interval_s = 0.01});
+      apply_version_policy(t.interp, options.strict_version);
     }
   }
 }

@@ -31,6 +31,7 @@ struct SessionOptions {
   std::vector<std::string> command;  // launch mode: start this and record it (instead of pids)
   sampler::PollLoopOptions loop;     // rate, duration, busy, realtime, stats tick
   double attach_timeout_s = 10;      // launch mode: how long the program may take to start its interpreter
+  bool strict_version = false;       // refuse a Python newer than gilspy knows (else warn and record)
 };
 
 // How a session ended, for the exit policy.

@@ -37,6 +37,8 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
                  "Seconds to wait for a launched program's interpreter to start")
       ->default_val(10.0)
       ->check(positive_number());
+  cmd.add_flag("--strict-version", a.strict_version,
+               "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
   cmd.add_option("command", a.command, "Program to launch and " + verb + " (after --)");
   cmd.positionals_at_end(true);
 }

@@ -21,6 +21,7 @@ struct TargetArgs {
   bool no_realtime = false;
   bool anywhere = false;
   double attach_timeout_s = 10;
+  bool strict_version = false;  // refuse a Python newer than gilspy knows instead of warning
   CLI::Option* rate_option = nullptr;
 
   // After parsing. Throws Error(kUsage) unless exactly one of -p and a command was given.

@@ -146,7 +146,8 @@ int open_keyboard() {
 int run_top(const TopOptions& o) {
   if (!o.output_dir.empty()) ensure_output_dir(o.output_dir);
   SessionOptions so{
-      .pids = o.pids, .command = o.command, .loop = o.loop, .attach_timeout_s = o.attach_timeout_s};
+      .pids = o.pids, .command = o.command, .loop = o.loop, .attach_timeout_s = o.attach_timeout_s,
+      .strict_version = o.strict_version};
   so.loop.stats_period_s = o.interval_s;  // a snapshot per stats tick: every window ends exactly at a tick
   Session session(so);                    // errors (no such pid, not Python) before the terminal is touched
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);

@@ -14,6 +14,7 @@ struct TopOptions {
   std::vector<std::string> command;  // launch mode
   sampler::PollLoopOptions loop;     // rate and mode as `record`; the stats tick is set from interval_s
   double attach_timeout_s = 10;
+  bool strict_version = false;
   double interval_s = 1.0;  // refresh
   int count = 0;            // stop after this many snapshots; 0: until q, a signal or the targets exit
   bool batch = false;       // plain snapshots on stdout (also when stdin or stdout is not a terminal)

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "cpython_layouts/debug_offsets_block.hpp"
 
 namespace gilspy::layouts {
 namespace {
@@ -50,15 +51,29 @@ void expect_equal(const char* what, uint64_t table, uint64_t debug) {
 
 }  // namespace
 
-DebugOffsets decode_debug_offsets_3_14(std::span<const uint8_t> b);  // debug_offsets_3_14.cpp
-
 std::optional<DebugOffsets> decode_debug_offsets(std::span<const uint8_t> b) {
   if (b.size() < 24 || std::memcmp(b.data(), kDebugCookie, sizeof kDebugCookie) != 0) return std::nullopt;
   const uint64_t version = u64_at(b, 8);
   const int major = static_cast<int>((version >> 24) & 0xFF), minor = static_cast<int>((version >> 16) & 0xFF);
   if (major == 3 && minor == 13) return decode_3_13(b);
-  if (major == 3 && minor == 14) return decode_debug_offsets_3_14(b);
-  throw Error(ErrorKind::kUnsupportedVersion, "Python " + elf::version_from_hex(static_cast<uint32_t>(version)).text() +
+  if (major == 3 && minor == 14) return decode_block(b, kBlock3_14);
+  if (major == 3 && minor == 15) return decode_block(b, kBlock3_15);
+  const std::string text = elf::version_from_hex(static_cast<uint32_t>(version)).text();
+  if (major == 3 && minor > kNewestMinor) {
+    // CPython changes this block's shape between minor versions, but not always: a newer version whose block
+    // passes every check of the newest decoder is read with it (and said to be), one that does not is refused.
+    try {
+      DebugOffsets d = decode_block(b, kBlock3_15);
+      d.read_as_minor = kNewestMinor;
+      return d;
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kUnsupportedVersion,
+                  "Python " + text + " is newer than gilspy knows (it supports CPython " + supported_range() +
+                      ") and its _Py_DebugOffsets do not read as 3." + std::to_string(kNewestMinor) +
+                      "'s: " + e.what());
+    }
+  }
+  throw Error(ErrorKind::kUnsupportedVersion, "Python " + text +
                                                   " publishes _Py_DebugOffsets in a form gilspy does not know "
                                                   "(it supports CPython " + supported_range() + ")");
 }
@@ -98,7 +113,15 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
     expect_equal("gil.last_holder", l.gil.last_holder, debug->gil_holder - debug->interp_gil_runtime_state);
     return l;
   }
-  return layout_from_debug_offsets(version, *debug);
+  Layout from_debug = layout_from_debug_offsets(version, *debug);
+  from_debug.read_as_minor = debug->read_as_minor;
+  return from_debug;
+}
+
+std::string newer_than_known_note(const elf::PyVersion& version, const Layout& layout) {
+  if (layout.read_as_minor == 0) return {};
+  return "Python " + version.text() + " is newer than gilspy knows (newest 3." + std::to_string(kNewestMinor) +
+         "); its _Py_DebugOffsets read and validate as 3." + std::to_string(layout.read_as_minor) + "'s";
 }
 
 Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffsets& d) {
@@ -139,8 +162,9 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   }
   l.gc.home = GcHome::kInterp;
   l.gc.offset = static_cast<Off>(d.interp_gc);
-  l.gc.known = d.gc_collecting.has_value() || (version.minor == 13 && !d.free_threaded);
-  if (d.gc_collecting) {
+  // 3.15+ keep the generation statistics behind a pointer: the GC state is not described there.
+  l.gc.known = d.gc_stats_inline && (d.gc_collecting.has_value() || (version.minor == 13 && !d.free_threaded));
+  if (d.gc_collecting && d.gc_stats_inline) {
     // The three 24-byte generation_stats entries sit right before `collecting` (3.13, 3.14.0).
     l.gc.collecting = static_cast<Off>(*d.gc_collecting);
     l.gc.stats = l.gc.collecting - 3 * l.gc.stats_stride;

@@ -1,4 +1,4 @@
-// Decoder for CPython 3.14's _Py_DebugOffsets, the block that starts _PyRuntime.
+// Where CPython 3.14's _Py_DebugOffsets keeps its fields, the block that starts _PyRuntime.
 //
 // Source: Include/internal/pycore_debug_offsets.h of the 3.14 line (struct _Py_DebugOffsets and the
 // _Py_DebugOffsets_INIT initializer), as mirrored for 3.14 by bloomberg/pystack (cpython/runtime.h,
@@ -77,127 +77,37 @@
 // (*) gil_runtime_state_enabled is offsetof(struct _gil_runtime_state, enabled), i.e. relative to the GIL
 // struct, not to the interpreter like locked/holder; it is 0 in default builds (no such field) and 0 in
 // free-threaded ones (first field). It is decoded as published and not relied upon.
-#include <cstring>
-#include <string>
-
-#include "cpython_layouts/debug_offsets.hpp"
-#include "base/error.hpp"
+#include "cpython_layouts/debug_offsets_block.hpp"
 
 namespace gilspy::layouts {
-namespace {
 
 // Positions in the 3.14 block (see the table above).
-namespace pos {
-constexpr size_t kVersion = 8;
-constexpr size_t kFreeThreaded = 16;
-constexpr size_t kRuntimeSize = 24;
-constexpr size_t kRuntimeInterpretersHead = 40;
-constexpr size_t kInterpSize = 48;
-constexpr size_t kInterpId = 56;
-constexpr size_t kInterpNext = 64;
-constexpr size_t kInterpThreadsHead = 72;
-constexpr size_t kInterpGc = 88;
-constexpr size_t kInterpCevalGil = 120;
-constexpr size_t kInterpGilRuntimeState = 128;
-constexpr size_t kInterpGilEnabled = 136;
-constexpr size_t kInterpGilLocked = 144;
-constexpr size_t kInterpGilHolder = 152;
-constexpr size_t kTstateSize = 176;
-constexpr size_t kTstatePrev = 184;
-constexpr size_t kTstateNext = 192;
-constexpr size_t kTstateInterp = 200;
-constexpr size_t kTstateThreadId = 216;
-constexpr size_t kTstateNativeThreadId = 224;
-constexpr size_t kGcSize = 648;
-constexpr size_t kGcCollecting = 656;
-// What must have been read: everything up to the end of the gc section.
-constexpr size_t kNeeded = 664;
-}  // namespace pos
-
-uint64_t word(std::span<const uint8_t> b, size_t at) {
-  uint64_t v = 0;
-  std::memcpy(&v, b.data() + at, sizeof v);
-  return v;
-}
-
-[[noreturn]] void implausible(const std::string& what) {
-  throw Error(ErrorKind::kLayoutMismatch,
-              "the interpreter's _Py_DebugOffsets (read as CPython 3.14's) are implausible: " + what +
-                  "; refusing to guess");
-}
-
-// An offset published for a field of a structure must lie inside that structure's published size.
-void expect_inside(const char* field, uint64_t offset, const char* owner, uint64_t owner_size) {
-  if (offset >= owner_size) {
-    implausible(std::string(field) + " is at +" + std::to_string(offset) + " but " + owner + " is only " +
-                std::to_string(owner_size) + " bytes");
-  }
-}
-
-}  // namespace
-
-DebugOffsets decode_debug_offsets_3_14(std::span<const uint8_t> b) {
-  if (b.size() < pos::kNeeded) {
-    throw Error(ErrorKind::kLayoutMismatch, "_Py_DebugOffsets of CPython 3.14 need " +
-                                                std::to_string(pos::kNeeded) + " bytes, only " +
-                                                std::to_string(b.size()) + " were read");
-  }
-  DebugOffsets d;
-  d.version = word(b, pos::kVersion);
-  const uint64_t free_threaded = word(b, pos::kFreeThreaded);
-  if (free_threaded > 1) implausible("free_threaded is " + std::to_string(free_threaded));
-  d.free_threaded = free_threaded == 1;
-
-  d.runtime_interpreters_head = word(b, pos::kRuntimeInterpretersHead);
-  d.interp_id = word(b, pos::kInterpId);
-  d.interp_next = word(b, pos::kInterpNext);
-  d.interp_threads_head = word(b, pos::kInterpThreadsHead);
-  d.interp_gc = word(b, pos::kInterpGc);
-  d.interp_ceval_gil = word(b, pos::kInterpCevalGil);
-  d.interp_gil_runtime_state = word(b, pos::kInterpGilRuntimeState);
-  d.gil_enabled = word(b, pos::kInterpGilEnabled);
-  d.gil_locked = word(b, pos::kInterpGilLocked);
-  d.gil_holder = word(b, pos::kInterpGilHolder);
-  d.tstate_prev = word(b, pos::kTstatePrev);
-  d.tstate_next = word(b, pos::kTstateNext);
-  d.tstate_interp = word(b, pos::kTstateInterp);
-  d.tstate_thread_id = word(b, pos::kTstateThreadId);
-  d.tstate_native_thread_id = word(b, pos::kTstateNativeThreadId);
-  // 3.14's block publishes no holds_gil for the thread state: tstate_holds_gil stays empty.
-  d.gc_collecting = word(b, pos::kGcCollecting);
-
-  // Every offset gilspy will follow must fall inside the structure the block says it belongs to. Real
-  // interpreters satisfy this by construction (offsetof < sizeof); bytes that are not a 3.14 block, or a
-  // block whose shape changed, almost never do.
-  const uint64_t runtime_size = word(b, pos::kRuntimeSize);
-  const uint64_t interp_size = word(b, pos::kInterpSize);
-  const uint64_t tstate_size = word(b, pos::kTstateSize);
-  const uint64_t gc_size = word(b, pos::kGcSize);
-  expect_inside("runtime_state.interpreters_head", d.runtime_interpreters_head, "_PyRuntimeState",
-                runtime_size);
-  expect_inside("interpreter_state.id", d.interp_id, "PyInterpreterState", interp_size);
-  expect_inside("interpreter_state.next", d.interp_next, "PyInterpreterState", interp_size);
-  expect_inside("interpreter_state.threads_head", d.interp_threads_head, "PyInterpreterState", interp_size);
-  expect_inside("interpreter_state.gc", d.interp_gc, "PyInterpreterState", interp_size);
-  expect_inside("interpreter_state.ceval_gil", d.interp_ceval_gil, "PyInterpreterState", interp_size);
-  expect_inside("interpreter_state.gil_runtime_state", d.interp_gil_runtime_state, "PyInterpreterState",
-                interp_size);
-  expect_inside("interpreter_state.gil_runtime_state_locked", d.gil_locked, "PyInterpreterState",
-                interp_size);
-  expect_inside("interpreter_state.gil_runtime_state_holder", d.gil_holder, "PyInterpreterState",
-                interp_size);
-  if (d.gil_locked < d.interp_gil_runtime_state || d.gil_holder < d.interp_gil_runtime_state) {
-    implausible("the GIL's locked/holder (+" + std::to_string(d.gil_locked) + "/+" +
-                std::to_string(d.gil_holder) + ") lie before the GIL itself (+" +
-                std::to_string(d.interp_gil_runtime_state) + ")");
-  }
-  expect_inside("thread_state.prev", d.tstate_prev, "PyThreadState", tstate_size);
-  expect_inside("thread_state.next", d.tstate_next, "PyThreadState", tstate_size);
-  expect_inside("thread_state.interp", d.tstate_interp, "PyThreadState", tstate_size);
-  expect_inside("thread_state.thread_id", d.tstate_thread_id, "PyThreadState", tstate_size);
-  expect_inside("thread_state.native_thread_id", d.tstate_native_thread_id, "PyThreadState", tstate_size);
-  expect_inside("gc.collecting", *d.gc_collecting, "struct _gc_runtime_state", gc_size);
-  return d;
-}
+const BlockPositions kBlock3_14 = {
+    .label = "3.14",
+    .free_threaded = 16,
+    .runtime_size = 24,
+    .runtime_interpreters_head = 40,
+    .interp_size = 48,
+    .interp_id = 56,
+    .interp_next = 64,
+    .interp_threads_head = 72,
+    .interp_gc = 88,
+    .interp_ceval_gil = 120,
+    .interp_gil_runtime_state = 128,
+    .interp_gil_enabled = 136,
+    .interp_gil_locked = 144,
+    .interp_gil_holder = 152,
+    .tstate_size = 176,
+    .tstate_prev = 184,
+    .tstate_next = 192,
+    .tstate_interp = 200,
+    .tstate_thread_id = 216,
+    .tstate_native_thread_id = 224,
+    .tstate_holds_gil = std::nullopt,  // 3.14's block publishes no holds_gil
+    .gc_size = 648,
+    .gc_collecting = 656,
+    .gc_stats_inline = true,
+    .block_size = 664,  // what must have been read: everything up to the end of the gc section
+};
 
 }  // namespace gilspy::layouts

@@ -21,6 +21,8 @@ struct GilLayout {
   Off switch_number = 24; // unsigned long: +1 when a *different* thread takes it
   Off cond = 32;          // pthread_cond_t, threads waiting for the GIL
   Off cond_size = 48;
+  Off cond_wrefs = 36;    // inside cond: glibc's __wrefs, set from the target's glibc (see glibc_layout_for)
+  int cond_wrefs_shift = 3;
   Off mutex = 80;         // pthread_mutex_t
   Off mutex_size = 40;
   Off switch_cond = 120;  // the dropping thread waits here for the hand-off
@@ -87,19 +89,27 @@ struct Layout {
   GilLayout gil;
   GcLayout gc;
   bool free_threaded = false;
+  // For a version newer than gilspy knows whose _Py_DebugOffsets validated with the newest decoder: the minor
+  // version whose decoder read them (newer_than_known_note() words it); 0 for a known version. A number, not
+  // the text: the tables are constant expressions.
+  int read_as_minor = 0;
 };
 
-// glibc (x86-64, 2.36) structures gilspy reads; a guess verified against /proc where it matters.
+// glibc (x86-64) structures gilspy reads, as the *target's* glibc lays them out (never this machine's: a
+// container or a distribution interpreter may bring its own).
 struct GlibcLayout {
-  Off pthread_tid = 0x2d0;     // struct pthread.tid; pthread_t is the struct's address
+  Off pthread_tid = 0x2d0;     // struct pthread.tid (2.36); only a first guess, verified against /proc
   Off cond_wrefs = 36;         // pthread_cond_t.__wrefs: (value >> 3) = threads inside pthread_cond_wait
   int cond_wrefs_shift = 3;
 };
-inline constexpr GlibcLayout kGlibc{};
+inline constexpr GlibcLayout kGlibc{};  // 2.25-2.40 (checked on 2.36)
+// glibc 2.41 dropped __g_refs[2] from pthread_cond_t: __wrefs moved from +36 to +28 (checked in 2.43's
+// bits/thread-shared-types.h). `major`/`minor` < 0: the target's glibc is not known; the 2.36 layout is used.
+GlibcLayout glibc_layout_for(int major, int minor);
 
 inline constexpr int kOldestMinor = 8;
-inline constexpr int kNewestMinor = 14;
-std::string supported_range();  // "3.8 to 3.14"
+inline constexpr int kNewestMinor = 15;
+std::string supported_range();  // "3.8 to 3.15"
 
 // The table for a version; throws Error(kUnsupportedVersion) for one gilspy does not know.
 // 3.13 and 3.14 tables are only a starting point: see debug_offsets.hpp.

@@ -106,7 +106,13 @@ const Layout& layout_for(const elf::PyVersion& version) {
   }
   throw Error(ErrorKind::kUnsupportedVersion,
               "Python " + version.text() + " is not supported by gilspy (it supports CPython " + supported_range() +
-                  (version.major == 3 && version.minor == 14 ? "; 3.14 is read through _Py_DebugOffsets" : "") + ")");
+                  (version.major == 3 && version.minor >= 14 ? "; 3.14+ is read through _Py_DebugOffsets" : "") + ")");
+}
+
+GlibcLayout glibc_layout_for(int major, int minor) {
+  GlibcLayout g;
+  if (major > 2 || (major == 2 && minor >= 41)) g.cond_wrefs = 28;
+  return g;
 }
 
 }  // namespace gilspy::layouts

@@ -12,7 +12,15 @@ namespace gilspy::elf {
 
 std::string PyVersion::text() const {
   std::string t = std::to_string(major) + "." + std::to_string(minor);
-  return micro >= 0 ? t + "." + std::to_string(micro) : t;
+  if (micro < 0) return t;
+  t += "." + std::to_string(micro);
+  // A pre-release says so (3.16.0a1, 3.15.0rc2), as sys.version does: PY_VERSION_HEX's low byte is the
+  // release level (0xA alpha, 0xB beta, 0xC candidate, 0xF final) and the serial.
+  const unsigned level = (hex >> 4) & 0xF, serial = hex & 0xF;
+  if (level == 0xA || level == 0xB || level == 0xC) {
+    t += (level == 0xA ? "a" : level == 0xB ? "b" : "rc") + std::to_string(serial);
+  }
+  return t;
 }
 
 namespace {
@@ -204,13 +212,14 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
       throw Error(ErrorKind::kNotPython, "found _PyRuntime in " + cand.path +
                                              " but cannot tell which CPython version it is");
     }
+    bin.glibc = locate_glibc(pid, maps, cand.path);
     return bin;
   }
   if (old_python) {
     throw Error(ErrorKind::kUnsupportedVersion,
                 "process " + std::to_string(pid) + " runs Python " + std::to_string(old_python->major) + "." +
                     std::to_string(old_python->minor) +
-                    ", which gilspy does not support (3.8 to 3.13 are, and 3.14 through its _Py_DebugOffsets)");
+                    ", which gilspy does not support (it supports CPython 3.8 and newer)");
   }
   std::string what = looked_at.empty() ? "no executable or library mapped" : "";
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;

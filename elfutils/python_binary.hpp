@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "elfutils/glibc_version.hpp"
 #include "elfutils/proc_maps.hpp"
 
 namespace gilspy::elf {
@@ -31,6 +32,7 @@ struct PythonBinary {
   uint64_t runtime_size = 0;
   PyVersion version;
   std::string version_source;   // "Py_Version", "soname", "version string", ...
+  std::optional<GlibcVersion> glibc;  // the target's own glibc, where its banner tells
 };
 
 // Parses "3.11.7", "3.13.0rc1" etc.; nullopt when it is no version.

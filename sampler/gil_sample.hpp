@@ -35,8 +35,8 @@ inline GilSample decode_gil(const uint8_t* bytes, const layouts::GilLayout& g) {
   s.switch_number = u64(g.switch_number);
   s.interval_us = u64(g.interval);
   uint32_t wrefs;
-  std::memcpy(&wrefs, bytes + g.cond + layouts::kGlibc.cond_wrefs, 4);
-  s.waiters = wrefs >> layouts::kGlibc.cond_wrefs_shift;
+  std::memcpy(&wrefs, bytes + g.cond + g.cond_wrefs, 4);
+  s.waiters = wrefs >> g.cond_wrefs_shift;
   if (g.enabled) s.enabled = i32(*g.enabled) != 0;
   return s;
 }

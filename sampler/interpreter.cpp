@@ -25,6 +25,11 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   std::vector<uint8_t> head(layouts::runtime_head_size(binary.version));
   if (!head.empty()) reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
   in.layout = layouts::resolve_layout(binary.version, head);
+  // The GIL's cond is the target's glibc's pthread_cond_t, whatever glibc this machine has.
+  const auto glibc = binary.glibc ? layouts::glibc_layout_for(binary.glibc->major, binary.glibc->minor)
+                                  : layouts::glibc_layout_for(-1, -1);
+  in.layout.gil.cond_wrefs = glibc.cond_wrefs;
+  in.layout.gil.cond_wrefs_shift = glibc.cond_wrefs_shift;
   const auto& l = in.layout;
 
   in.interp_addr = reader.read_value<uint64_t>(binary.runtime_addr + l.runtime.interpreters_head,
@@ -37,8 +42,8 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   reader.read_exact(in.gil_addr, gil_bytes.data(), l.gil.size, "the GIL struct");
   in.first_gil = decode_gil(gil_bytes.data(), l.gil);
   if (!in.first_gil.enabled) {
-    throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " runs a free-threaded Python " +
-                                       binary.version.text() + " with the GIL disabled: there is no GIL to trace");
+    throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " (Python " + binary.version.text() +
+                                       "): free-threaded build, GIL disabled: nothing to record");
   }
   if (in.first_gil.locked == -1) throw Error(ErrorKind::kNotReady, "the GIL is not created yet");
   if (in.first_gil.locked != 0 && in.first_gil.locked != 1) {

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config libelf-dev libdwarf-dev libboost-dev libboost-system-dev
-      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux bpftrace nodejs)
+      nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux bpftrace nodejs
+      patchelf)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Debian unstable's python3.14/3.15 with their own glibc (cached); without network they are reported missing.
+scripts/fetch_debian_pythons.sh || echo "test: Debian unstable's interpreters could not be fetched (see above)" >&2
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 scripts/setup.sh --asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/gilspy_unit_tests

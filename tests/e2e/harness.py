@@ -41,9 +41,22 @@ def pyenv_root():
     return os.path.expanduser("~/.pyenv")
 
 
+DEBIAN_UNSTABLE_MINORS = ("3.14", "3.15")
+
+
+def debian_unstable_root():
+    """Where scripts/fetch_debian_pythons.sh puts Debian unstable's interpreters (same default)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("GILSPY_DEBIAN_PYTHONS") or os.path.join(cache, "gilspy", "debian-unstable")
+
+
 def find_interpreter(name):
     """'pyenv-3.11' -> path of that pyenv version's python3.11; 'debian-3.11' -> Debian's. None if absent."""
     kind, _, minor = name.partition("-")
+    if kind == "debian" and minor in DEBIAN_UNSTABLE_MINORS:
+        # Fetched (with their own glibc) by scripts/fetch_debian_pythons.sh, which scripts/test.sh runs.
+        path = os.path.join(debian_unstable_root(), "root", "usr", "bin", "python" + minor)
+        return path if os.access(path, os.X_OK) else None, path + " (scripts/fetch_debian_pythons.sh)"
     if kind == "debian":
         path = os.environ.get("GILSPY_DEBIAN_PYTHON", "/usr/bin/python" + minor)
         return path if os.access(path, os.X_OK) else None, path

@@ -337,12 +337,21 @@ TEST_CASE("_Py_DebugOffsets dispatch: no cookie, unknown version") {
     REQUIRE(caught.has_value());
     CHECK(caught->kind == ErrorKind::kLayoutMismatch);
   }
-  SUBCASE("the cookie with a version gilspy does not know") {
-    const Blob b = blob_3_14(Values14{}, 0x030F00A1);  // 3.15.0a1
+  SUBCASE("the cookie with a version gilspy does not know and a block of another shape") {
+    // 3.16.0a1 with 3.14's block: the newest (3.15) decoder finds offsets outside their structures.
+    const Blob b = blob_3_14(Values14{}, 0x031000A1);
     const auto caught = catch_error([&] { gl::decode_debug_offsets(b.span()); });
     REQUIRE(caught.has_value());
     CHECK(caught->kind == ErrorKind::kUnsupportedVersion);
-    CHECK(caught->message.find("3.15") != std::string::npos);
+    CHECK(caught->message.find("3.16.0a1 is newer than gilspy knows") != std::string::npos);
+    CHECK(caught->message.find("do not read as 3.15's") != std::string::npos);
+    CHECK(caught->message.find("implausible") != std::string::npos);  // the reason
+  }
+  SUBCASE("an older shape gilspy never knew (3.12 claiming a block) is refused") {
+    const Blob b = blob_3_14(Values14{}, 0x030C00F0);
+    const auto caught = catch_error([&] { gl::decode_debug_offsets(b.span()); });
+    REQUIRE(caught.has_value());
+    CHECK(caught->kind == ErrorKind::kUnsupportedVersion);
   }
   SUBCASE("3.12 and older need no block") {
     const auto l = gl::resolve_layout(gilspy::elf::version_from_hex(0x030C01F0), std::span<const uint8_t>());

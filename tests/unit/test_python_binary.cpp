@@ -171,9 +171,11 @@ TEST_CASE("python_binary: version_from_hex") {
   CHECK(v.hex == 0x030D00F0u);
   CHECK(v.text() == "3.13.0");
 
-  const auto rc = gilspy::elf::version_from_hex(0x030E00C1u);  // 3.14.0rc1: the release level is kept in hex
-  CHECK(rc.text() == "3.14.0");
+  const auto rc = gilspy::elf::version_from_hex(0x030E00C1u);  // 3.14.0rc1: the release level is said
+  CHECK(rc.text() == "3.14.0rc1");
   CHECK(rc.hex == 0x030E00C1u);
+  CHECK(gilspy::elf::version_from_hex(0x031000A1u).text() == "3.16.0a1");
+  CHECK(gilspy::elf::version_from_hex(0x030F00B3u).text() == "3.15.0b3");
 
   CHECK(gilspy::elf::version_from_hex(0x030B07F0u).text() == "3.11.7");
   // Round trip with the text parser for a final release.
