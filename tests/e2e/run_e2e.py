@@ -164,12 +164,15 @@ def scenario_pid_namespace(gilspy, python):
     ns_dir = tempfile.mkdtemp(prefix="gilspy-nsonly-")
 
     def in_namespace(argv):
-        # The interpreter (a static binary: the whole of it; a pyenv build: its executable, libpython comes
-        # through its absolute RPATH) is copied onto a tmpfs mounted only inside the namespace.
+        # The interpreter is reached through a tmpfs mounted only inside the namespace: the system's static
+        # binary is copied there (its stdlib stays at /usr/lib); a pyenv build or a fetched Debian unstable one
+        # has its prefix (bin/ and lib/, where it finds its stdlib from its own path) bind-mounted there,
+        # libpython and glibc coming through absolute RPATHs.
         python_bin = argv[0]
-        copy = (f"cp {python_bin} {ns_dir}/python" if "/.pyenv/" not in python_bin else
+        system = python_bin.startswith("/usr/bin/")
+        copy = (f"cp {python_bin} {ns_dir}/python" if system else
                 f"mkdir {ns_dir}/py && mount --bind {os.path.dirname(os.path.dirname(python_bin))} {ns_dir}/py")
-        target = f"{ns_dir}/python" if "/.pyenv/" not in python_bin else f"{ns_dir}/py/bin/{os.path.basename(python_bin)}"
+        target = f"{ns_dir}/python" if system else f"{ns_dir}/py/bin/{os.path.basename(python_bin)}"
         script = f"mount -t tmpfs none {ns_dir} && {copy} && exec {target} " + " ".join(argv[1:])
         return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child", "sh", "-c", script]
 
