@@ -111,6 +111,14 @@ void ProcessSampler::check_stopped(int64_t t_mid) {
   }
 }
 
+bool ProcessSampler::names_active_thread(const ThreadRef& ref) const {
+  const uint64_t identity = walker_.identity_value(ref);
+  for (const uint16_t i : active_) {
+    if (tracks_[i].ref.tid == ref.tid || tracks_[i].identity == identity) return true;
+  }
+  return false;
+}
+
 void ProcessSampler::rewalk(int64_t t_mid) {
   bool complete = false;
   const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete);
@@ -135,6 +143,10 @@ void ProcessSampler::rewalk(int64_t t_mid) {
   std::erase_if(active_, [&](uint16_t i) { return !tracks_[i].active; });
   for (size_t j = 0; j < n; ++j) {
     if (find_track(walk_buffer_[j].tstate) >= 0) continue;
+    // A walk cut short may hold a new thread's state that still names its creator (3.8-3.11, before the new
+    // thread runs): the creator, further down the list, was not reached, so the walker could not leave it
+    // out. A state naming a thread we follow under another state is left for the next, complete walk.
+    if (walk_incomplete_ && names_active_thread(walk_buffer_[j])) continue;
     for (size_t i = 0; i < tracks_.size(); ++i) {
       Track& t = tracks_[i];
       if (t.active) continue;

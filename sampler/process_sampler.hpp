@@ -110,6 +110,7 @@ class ProcessSampler {
 
   void rewalk(int64_t t_mid);
   void check_stopped(int64_t t_mid);
+  bool names_active_thread(const ThreadRef& ref) const;  // same tid or identity as a followed thread
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
   template <class Kind>

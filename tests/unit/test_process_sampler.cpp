@@ -548,3 +548,36 @@ TEST_CASE("sampler: a running waiter for whom the cond's count has no room left 
   REQUIRE(stayed.size() == 1);
   CHECK(stayed[0].end == 3000);
 }
+
+TEST_CASE("sampler: a new thread's state still naming its creator, seen in a walk cut short, is not the creator") {
+  // 3.8-3.11 give a thread state being set up its creator's ids until the new thread runs; a complete walk
+  // sees the creator further down the list and leaves the placeholder out. A walk cut short right after the
+  // placeholder cannot: it must not announce the creator a second time.
+  FakeTarget t;
+  t.tids = {100, 101, 100};  // slot 2: a placeholder made by the main thread (100)
+  t.set_threads({1, 0});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1000});
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1000);
+  CHECK(s.thread_count() == 2);
+  t.set_threads({2, 1, 0});
+  t.mem.put<uint64_t>(FakeTarget::tstate(2) + t.layout.tstate.thread_id, 0x7f0000);  // the creator's too
+  t.mem.put<uint64_t>(FakeTarget::tstate(1) + t.layout.tstate.interp, 0xdeadbeef);   // the walk stops here
+  s.poll(3000);
+  CHECK(s.thread_count() == 2);
+  // The list consistent again, the new thread running under its own tid (102): it is announced, once.
+  t.tids = {100, 101, 102};
+  t.set_threads({2, 1, 0});
+  s.poll(5000);
+  CHECK(s.thread_count() == 3);
+  s.finish(6000);
+  std::map<int64_t, int> starts;
+  for (const auto& e : drain(q)) {
+    if (const auto* st = std::get_if<raw::ThreadStart>(&e)) ++starts[st->tid];
+  }
+  CHECK(starts[100] == 1);
+  CHECK(starts[101] == 1);
+  CHECK(starts[102] == 1);
+}

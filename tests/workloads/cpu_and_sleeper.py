@@ -20,9 +20,11 @@ def cpu(name):
     with lock:
         roles.setdefault("cpu", []).append(native_id())
     started.wait()
-    done = spin_until(stop)
+    marks = []
+    done = spin_until(stop, marks)
     with lock:
         roles.setdefault("work", {})[str(native_id())] = done
+        roles.setdefault("cpu_marks", {})[str(native_id())] = marks
 
 
 def sleeper():
