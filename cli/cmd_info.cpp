@@ -126,7 +126,7 @@ Runner add_info_command(CLI::App& app) {
   cmd->footer("Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
               "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
               "the thread is doing. --json prints the same as one JSON object.");
-  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number());
+  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number())->type_name("PID");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
   cmd->add_flag("--strict-version", opts->strict_version,
                 "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");

@@ -40,9 +40,11 @@ Runner add_record_command(CLI::App& app) {
   add_target_options(*cmd, *targets, "record");
   cmd->add_option("-d,--duration", opts->loop.duration_s,
                   "Seconds to record (default: until Ctrl+C or every target has exited)")
-      ->check(positive_number());
+      ->check(positive_number())
+      ->type_name("SECONDS");
   cmd->add_option("-o,--output-dir", opts->output_dir,
-                  "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)");
+                  "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)")
+      ->type_name("DIR");
   auto file_mode = std::make_shared<std::string>("0600");
   cmd->add_option("--file-mode", *file_mode,
                   "Permissions of the files written, octal (default 0600: they hold the target's command line)")

@@ -21,9 +21,10 @@ Runner add_top_command(CLI::App& app) {
       "the\n"
       "program's own exit status; 1 on errors; 2 for wrong arguments.");
   add_target_options(*cmd, *targets, "watch");
-  cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes (default 1)")
-      ->check(CLI::Range(0.05, 3600.0));
-  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(positive_number());
+  cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes, 0.05 to 3600 (default 1)")
+      ->check(number_between(0.05, 3600))
+      ->type_name("SECONDS");
+  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(positive_number())->type_name("N");
   cmd->add_flag(
       "-b,--batch", opts->batch,
       "Print a plain snapshot every interval instead of the live screen (the default when stdout is "

@@ -29,6 +29,7 @@ void require_process_id(int pid);
 // written out in full as 300 digits).
 CLI::Validator positive_number();
 CLI::Validator non_negative_number();
+CLI::Validator number_between(double low, double high);  // inclusive; no text of its own in --help
 
 // --threads of record: "all" -> 0 (every thread), "N" -> N > 0; throws Error(kUsage).
 size_t parse_thread_rows(const std::string& text);

@@ -2,6 +2,8 @@
 #include <charconv>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "base/error.hpp"
 #include "cli/commands.hpp"
 
@@ -18,10 +20,25 @@ CLI::Validator number_check(bool zero_allowed) {
         if (number && (value > 0 || (zero_allowed && value == 0))) return "";
         return "'" + text + "' is not a " + (zero_allowed ? "non-negative" : "positive") + " number";
       },
-      zero_allowed ? "NUMBER >= 0" : "NUMBER > 0");
+      "");  // the option's type name and help say what it takes
 }
 
 }  // namespace
+
+CLI::Validator number_between(double low, double high) {
+  return CLI::Validator(
+      [low, high](std::string& text) -> std::string {
+        double value = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && ptr == text.data() + text.size() && value >= low && value <= high) return "";
+        // Bounds written as people write them: 1000000, not 1e+06.
+        auto bound = [](double b) {
+          return b == std::floor(b) ? fmt::format("{}", static_cast<int64_t>(b)) : fmt::format("{}", b);
+        };
+        return fmt::format("'{}' is not a number from {} to {}", text, bound(low), bound(high));
+      },
+      "");  // the option's type name and help say what it takes
+}
 
 CLI::Validator positive_number() {
   return number_check(false);

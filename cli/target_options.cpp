@@ -10,19 +10,21 @@
 namespace gilspy::cli {
 
 void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
-  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated");
+  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated")->type_name("PID[,PID...]");
   a.rate_option =
       cmd.add_option("-r,--rate", a.rate_hz,
                      "Poll at this fixed rate (polls per second). Without it gilspy polls adaptively: "
                      "10000 Hz around hand-offs and forced switches, down to 500 Hz while the GIL's "
-                     "state is steady, within --cpu-budget")
-          ->check(CLI::Range(1.0, 1e6));
+                     "state is steady, within --cpu-budget. 1 to 1000000")
+          ->check(number_between(1, 1e6))
+          ->type_name("HZ");
   cmd.add_option("--cpu-budget", a.cpu_budget_pct,
                  "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps it busy (a "
                  "server, threads releasing the GIL all the time) it polls less often around hand-offs instead. "
                  "0: no limit")
       ->default_val(4.0)
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_between(0, 100))
+      ->type_name("PERCENT");
   cmd.add_flag("--busy", a.busy,
                "Spin instead of sleeping between polls: the highest rates (100 kHz and more), one core busy");
   cmd.add_flag(
@@ -36,7 +38,8 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_option("--attach-timeout", a.attach_timeout_s,
                  "Seconds to wait for a launched program's interpreter to start")
       ->default_val(10.0)
-      ->check(positive_number());
+      ->check(positive_number())
+      ->type_name("SECONDS");
   cmd.add_flag("--strict-version", a.strict_version,
                "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
   cmd.add_option("command", a.command, "Program to launch and " + verb + " (after --)");
