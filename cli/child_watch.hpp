@@ -12,10 +12,6 @@
 
 namespace gilspy::cli {
 
-// The Python processes among `pid`'s descendants (from a /proc scan): an executable named python* or a
-// libpython mapped.
-std::vector<pid_t> python_descendants(const std::vector<pid_t>& roots);
-
 // "" when `unrecorded` is empty; else one line naming them and the -p that records them with `recorded`
 // (launch mode cannot add -p to the command: it says to record them on their own while they run).
 std::string unrecorded_children_note(const std::vector<pid_t>& recorded, const std::set<pid_t>& unrecorded,

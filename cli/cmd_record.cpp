@@ -67,6 +67,9 @@ Runner add_record_command(CLI::App& app) {
     opts->loop.duration_s = duration_s;
     opts->attach_timeout_s = targets->attach_timeout_s;
     opts->strict_version = targets->strict_version;
+    opts->discover = targets->discover();
+    opts->follow = !targets->no_follow;
+    opts->accelerator_only = targets->accelerator;
     opts->status = !*no_status;
     if (opts->output_dir.empty()) {
       const char* env = std::getenv("GILSPY_OUTPUT_DIR");

@@ -38,6 +38,9 @@ Runner add_top_command(CLI::App& app) {
     opts->loop = targets->loop();
     opts->attach_timeout_s = targets->attach_timeout_s;
     opts->strict_version = targets->strict_version;
+    opts->discover = targets->discover();
+    opts->follow = !targets->no_follow;
+    opts->accelerator_only = targets->accelerator;
     return run_top(*opts);
   };
 }

@@ -62,7 +62,11 @@ int run_record(const RecordOptions& o) {
        .command = o.command,
        .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s,
-       .strict_version = o.strict_version});
+       .strict_version = o.strict_version,
+       .discover = o.discover,
+       .follow = o.follow,
+       .accelerator_only = o.accelerator_only,
+       .note = {}});
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;

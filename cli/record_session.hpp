@@ -8,6 +8,8 @@
 
 #include "sampler/poll_loop.hpp"
 
+#include "cli/session.hpp"
+
 namespace gilspy::cli {
 
 struct RecordOptions {
@@ -22,6 +24,9 @@ struct RecordOptions {
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;
   bool strict_version = false;
+  Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
+  bool follow = true;
+  bool accelerator_only = false;
 };
 
 // Returns the exit code (see `gilspy record --help`).

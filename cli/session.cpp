@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 #include <exception>
 #include <functional>
+#include <map>
+#include <set>
+#include <sys/stat.h>
 #include <thread>
 #include <unordered_map>
 #include <utility>  // boost 1.74 asio uses std::exchange without including it
@@ -20,6 +23,7 @@
 #include "base/proc_files.hpp"
 #include "base/terminal_text.hpp"
 #include "cli/launch.hpp"
+#include "cli/process_discovery.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 
@@ -58,6 +62,10 @@ std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
 }
 
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
+// Found processes are looked for every 10 drains (0.5 s): a /proc scan reads a few small files per process.
+constexpr int kDiscoverEveryDrains = 10;
+// A found process whose interpreter is not ready yet (just started) is tried again at each scan for this long.
+constexpr int64_t kNotReadyPatienceNs = 10'000'000'000;
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
@@ -85,7 +93,26 @@ struct Session::Impl {
   sampler::RecordQueue queue{1 << 18};
   std::atomic<bool> stop{false};  // read by the poll loop at every tick
 
+  // The session's clock anchors and host, shared by every target, also those found later.
+  int64_t anchor_mono = 0, anchor_real = 0;
+  std::string hostname;
+  // Found processes by process_key(): tried and settled (recorded or refused), never tried again; and those
+  // whose interpreter was not ready yet, with when that was first seen.
+  std::set<std::string> settled;
+  std::map<std::string, int64_t> not_ready_since;
+  bool discovery_full = false;  // the poll loop's target table is full: nothing more is added
+
   bool launch_mode() const { return !options.command.empty(); }
+  void note(const std::string& line) const {
+    if (options.note) {
+      options.note(line);
+    } else {
+      std::fprintf(stderr, "gilspy: %s\n", line.c_str());
+    }
+  }
+  bool discovering() const {
+    return options.discover == Discover::kDescendants || (options.discover == Discover::kAllPython && options.follow);
+  }
   Target& add_target(pid_t pid) {
     auto t = std::make_unique<Target>();
     t->info.id = next_id++;
@@ -96,8 +123,10 @@ struct Session::Impl {
     return *targets.back();
   }
   void attach();
-  void prepare();
+  void prepare_target(Target& t);
   void drain();
+  std::vector<Target*> discover(bool first_scan);
+  Target* try_found(pid_t pid, const std::string& key, bool first_scan);
 };
 
 void Session::Impl::attach() {
@@ -122,35 +151,107 @@ void Session::Impl::attach() {
       apply_version_policy(t.interp, options.strict_version);
     }
   }
+  for (const auto& t : targets) {
+    if (const auto key = process_key(t->info.pid)) settled.insert(*key);
+  }
 }
 
-// Everything a sink is told about the targets, and a sampler per target.
-void Session::Impl::prepare() {
-  // Clock anchors: CLOCK_REALTIME between two CLOCK_MONOTONIC reads.
-  const int64_t m0 = sampler::monotonic_ns();
-  const int64_t real = sampler::realtime_ns();
-  const int64_t anchor = m0 + (sampler::monotonic_ns() - m0) / 2;
-  char hostname[256] = {};
-  ::gethostname(hostname, sizeof hostname - 1);
-  for (auto& tp : targets) {
-    Target& t = *tp;
-    SessionTarget& i = t.info;
-    i.rank = rank_of(i.pid);
-    i.process_comm = thread_comm(i.pid, i.pid);
-    if (launch_mode()) {
-      for (const auto& a : options.command) i.command += (i.command.empty() ? "" : " ") + a;
-    } else {
-      i.command = process_command_line(i.pid);
+// One found process: attached and made a target, or refused (said once, never tried again), or left for the
+// next scan while its interpreter starts.
+Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_scan) {
+  auto reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
+  sampler::Interpreter interp;
+  try {
+    interp = sampler::attach(pid, *reader, {.timeout_s = first_scan ? 0.5 : 0.0, .retry_interval_s = 0.01});
+    apply_version_policy(interp, options.strict_version);
+  } catch (const Error& e) {
+    const int64_t now = sampler::monotonic_ns();
+    if (e.kind() == ErrorKind::kNoSuchProcess) {
+      settled.insert(key);  // gone already
+      return nullptr;
     }
-    i.interp = &t.interp;
-    i.monotonic_ns = anchor;
-    i.realtime_ns = real;
-    i.rate_hz = options.loop.rate_hz;
-    i.hostname = hostname;
-    t.tasks = std::make_unique<sampler::ProcTaskStateSource>(i.pid, t.interp.gil_addr, t.interp.layout.gil);
-    t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id);
-    i.sampler = t.sampler.get();
+    if (e.kind() == ErrorKind::kNotReady) {
+      const auto [it, fresh] = not_ready_since.emplace(key, now);
+      if (now - it->second < kNotReadyPatienceNs) return nullptr;
+    }
+    settled.insert(key);
+    not_ready_since.erase(key);
+    note(fmt::format("pid {} ({}) is not recorded: {}", pid, escape_for_terminal(process_command_line(pid)),
+                     escape_for_terminal(e.what())));
+    return nullptr;
   }
+  settled.insert(key);
+  not_ready_since.erase(key);
+  Target& t = add_target(pid);
+  t.reader = std::move(reader);
+  t.interp = std::move(interp);
+  prepare_target(t);
+  return &t;
+}
+
+// Processes found by a /proc scan (every Python process, or the targets' Python descendants) that were not
+// tried yet. As non-root, processes of other users are not "the user's" and are passed over without a word.
+std::vector<Target*> Session::Impl::discover(bool first_scan) {
+  std::vector<Target*> found;
+  if (discovery_full) return found;
+  std::vector<pid_t> candidates;
+  if (options.discover == Discover::kAllPython) {
+    candidates = python_processes(::getpid());
+  } else {
+    std::vector<pid_t> roots;
+    for (const auto& t : targets) roots.push_back(t->info.pid);
+    candidates = python_descendants(roots);
+  }
+  const uid_t me = ::geteuid();
+  for (const pid_t pid : candidates) {
+    const auto key = process_key(pid);
+    if (!key || settled.contains(*key)) continue;
+    if (me != 0) {
+      struct stat st {};
+      if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0 || st.st_uid != me) {
+        settled.insert(*key);
+        continue;
+      }
+    }
+    if (options.accelerator_only && !holds_accelerator(pid)) continue;  // it may open one later
+    if (targets.size() >= options.loop.max_targets) {
+      discovery_full = true;
+      note(fmt::format("{} processes are recorded, the most one session takes; pid {} and any found later are "
+                       "not recorded",
+                       targets.size(), pid));
+      break;
+    }
+    if (Target* t = try_found(pid, *key, first_scan)) {
+      found.push_back(t);
+      if (!first_scan) {
+        note(fmt::format("recording pid {} too (Python {}, found {:.2f} s in): {}", pid,
+                         escape_for_terminal(t->interp.binary.version.text()),
+                         static_cast<double>(sampler::monotonic_ns() - anchor_mono) / 1e9,
+                         escape_for_terminal(t->info.command)));
+      }
+    }
+  }
+  return found;
+}
+
+// Everything a sink is told about a target, and its sampler.
+void Session::Impl::prepare_target(Target& t) {
+  SessionTarget& i = t.info;
+  i.rank = rank_of(i.pid);
+  i.process_comm = thread_comm(i.pid, i.pid);
+  if (launch_mode() && i.pid == child) {
+    for (const auto& a : options.command) i.command += (i.command.empty() ? "" : " ") + a;
+  } else {
+    i.command = process_command_line(i.pid);
+  }
+  i.interp = &t.interp;
+  i.monotonic_ns = anchor_mono;
+  i.realtime_ns = anchor_real;
+  i.rate_hz = options.loop.rate_hz;
+  i.hostname = hostname;
+  t.tasks = std::make_unique<sampler::ProcTaskStateSource>(i.pid, t.interp.gil_addr, t.interp.layout.gil);
+  t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id);
+  i.sampler = t.sampler.get();
 }
 
 // Records from the poll thread to every sink, on the session's timeline, threads named.
@@ -170,7 +271,15 @@ void Session::Impl::drain() {
 Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
   for (const int sig : kStopSignals) impl_->signals.add(sig);
   impl_->options = std::move(options);
-  impl_->attach();
+  Impl& m = *impl_;
+  // Clock anchors: CLOCK_REALTIME between two CLOCK_MONOTONIC reads.
+  const int64_t m0 = sampler::monotonic_ns();
+  m.anchor_real = sampler::realtime_ns();
+  m.anchor_mono = m0 + (sampler::monotonic_ns() - m0) / 2;
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  m.hostname = hostname;
+  m.attach();
   // Each watched thread may keep two /proc files open (sampler/task_file.hpp): a process with a thousand
   // threads needs more than the usual soft limit of 1024 descriptors, and the hard limit is ours to take.
   // Raised only now, so that a launched program starts with the limits it would have had without gilspy.
@@ -178,7 +287,26 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
-  impl_->prepare();
+  for (auto& t : m.targets) m.prepare_target(*t);
+  if (m.options.discover != Discover::kNone) {
+    m.discover(true);
+    if (m.options.discover == Discover::kAllPython) {
+      if (m.targets.empty() && !m.options.follow) {
+        throw Error(ErrorKind::kNotPython, m.options.accelerator_only
+                                               ? "no Python process with an accelerator device open was found"
+                                               : "no Python process that gilspy may read was found");
+      }
+      std::string list;
+      for (const auto& t : m.targets) {
+        list += fmt::format("\n  pid {} rank {}: {}", t->info.pid, t->info.rank,
+                            escape_for_terminal(t->info.command));
+      }
+      m.note(m.targets.empty() ? "no Python process yet; waiting for one (Ctrl+C to stop)"
+                               : fmt::format("recording {} Python process{}{}{}", m.targets.size(),
+                                             m.targets.size() == 1 ? "" : "es",
+                                             m.options.follow ? " (and those that start later)" : "", list));
+    }
+  }
 }
 
 Session::~Session() = default;
@@ -207,8 +335,11 @@ SessionOutcome Session::run() {
     for (Sink* s : m.sinks) s->start(t->info);
   }
 
-  // The poll loop on its own thread; everything else on this one.
-  sampler::PollLoop loop(m.options.loop, m.queue);
+  // The poll loop on its own thread; everything else on this one. Looking for every Python process, it keeps
+  // going when none is left: another may start.
+  sampler::PollLoopOptions loop_options = m.options.loop;
+  if (m.options.discover == Discover::kAllPython && m.options.follow) loop_options.stop_when_targets_gone = false;
+  sampler::PollLoop loop(loop_options, m.queue);
   for (const auto& t : m.targets) loop.add(*t->sampler);
   std::atomic<bool>& stop = m.stop;
   std::atomic<bool> loop_done{false};
@@ -239,9 +370,17 @@ SessionOutcome Session::run() {
   m.signals.async_wait(on_signal);
 
   asio::steady_timer timer(m.io);
+  int drains = 0;
   std::function<void(const boost::system::error_code&)> on_timer = [&](const boost::system::error_code&) {
     const bool done = loop_done;  // read before draining: when set, this drain delivers the last records
     m.drain();
+    // Processes found while running: the sinks hear of them first, then the poll loop takes them.
+    if (!done && !stop && m.discovering() && ++drains % kDiscoverEveryDrains == 0) {
+      for (Target* t : m.discover(false)) {
+        for (Sink* s : m.sinks) s->start(t->info);
+        loop.add(*t->sampler);
+      }
+    }
     const LiveStats live{loop.counters(), m.queue.dropped(), done};
     for (Sink* s : m.sinks) s->stats(live);
     if (done) {
@@ -272,8 +411,7 @@ SessionOutcome Session::run() {
                     : reason == sampler::StopReason::kDuration    ? "duration"
                     : reason == sampler::StopReason::kTargetsGone ? "target exited"
                                                                   : "stopped";
-  const int64_t anchor = m.targets.front()->info.monotonic_ns;
-  end.end_ns = lc.last_ns.load() - anchor;
+  end.end_ns = std::max<int64_t>(0, lc.last_ns.load() - m.anchor_mono);
   for (const auto& t : m.targets) {
     raw::LoopFigures fig;
     fig.ticks = lc.polls.load();

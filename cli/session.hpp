@@ -9,6 +9,7 @@
 //   SessionOutcome out = session.run();  // until the duration, a signal, or every target is gone
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,12 +27,25 @@ namespace gilspy::cli {
 // "SIGHUP" for SIGHUP: how stop reasons and messages name a signal.
 std::string signal_name(int sig);
 
+// Which processes a session finds by itself, beyond the pids given or the program launched.
+enum class Discover {
+  kNone,
+  kAllPython,    // no pids, no program: every Python process this user may read (gilspy's own excluded)
+  kDescendants,  // --subprocesses: the targets' descendants that run Python, as they appear
+};
+
 struct SessionOptions {
   std::vector<int> pids;
   std::vector<std::string> command;  // launch mode: start this and record it (instead of pids)
   sampler::PollLoopOptions loop;     // rate, duration, busy, realtime, stats tick
   double attach_timeout_s = 10;      // launch mode: how long the program may take to start its interpreter
   bool strict_version = false;       // refuse a Python newer than gilspy knows (else warn and record)
+  Discover discover = Discover::kNone;
+  bool follow = true;             // kAllPython: also processes that start later (kDescendants always follows)
+  bool accelerator_only = false;  // found processes: only those holding an accelerator device open
+  // One line for the user (printable: target text escaped): which processes were found, which were skipped
+  // and why. Default: "gilspy: LINE" on stderr.
+  std::function<void(const std::string&)> note;
 };
 
 // How a session ended, for the exit policy.

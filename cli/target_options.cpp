@@ -42,7 +42,18 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
       ->type_name("SECONDS");
   cmd.add_flag("--strict-version", a.strict_version,
                "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
-  cmd.add_option("command", a.command, "Program to launch and " + verb + " (after --)");
+  cmd.add_flag("--subprocesses", a.subprocesses,
+               "Also " + verb + " the Python processes the targets start, as they appear (multiprocessing and "
+               "DataLoader workers, subprocess)");
+  cmd.add_flag("--no-follow", a.no_follow,
+               "Without -p or a program: only the Python processes running at the start, not those that start "
+               "later");
+  cmd.add_flag("--accelerator", a.accelerator,
+               "Of the processes found (without -p, or --subprocesses): only those holding an accelerator device "
+               "open (/dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*)");
+  cmd.add_option("command", a.command,
+                 "Program to launch and " + verb + " (after --). With neither this nor -p: every Python process "
+                 "this user may read");
   cmd.positionals_at_end(true);
 }
 
@@ -50,12 +61,29 @@ std::vector<int> TargetArgs::pids() const {
   std::vector<int> out;
   if (!pid_text.empty()) out = parse_pid_list(pid_text);
   for (const int pid : out) require_process_id(pid);
-  if (out.empty() == command.empty()) {
-    throw Error(ErrorKind::kUsage,
-                "give either -p PID[,PID...] or a program to launch after --, not both or "
-                "neither");
+  if (!out.empty() && !command.empty()) {
+    throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both");
   }
   return out;
+}
+
+Discover TargetArgs::discover() const {
+  const bool named = !pid_text.empty() || !command.empty();
+  if (named && no_follow) {
+    throw Error(ErrorKind::kUsage, "--no-follow is for recording every Python process (no -p, no program)");
+  }
+  if (!named && subprocesses) {
+    throw Error(ErrorKind::kUsage,
+                "--subprocesses follows the children of -p PID or of a launched program; without either, every "
+                "Python process is recorded already");
+  }
+  if (named && accelerator && !subprocesses) {
+    throw Error(ErrorKind::kUsage,
+                "--accelerator chooses among the processes gilspy finds (no -p, or --subprocesses), not among "
+                "those named");
+  }
+  if (!named) return Discover::kAllPython;
+  return subprocesses ? Discover::kDescendants : Discover::kNone;
 }
 
 sampler::PollLoopOptions TargetArgs::loop() const {

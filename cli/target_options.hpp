@@ -1,5 +1,6 @@
 #pragma once
-// The options `record` and `top` share: which processes (-p PID[,PID...] or a program after --) and how to
+// The options `record` and `top` share: which processes (-p PID[,PID...], a program after --, or with neither
+// every Python process; --subprocesses, --no-follow, --accelerator) and how to
 // poll them (-r, --cpu-budget, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout). Defined once, so
 // both commands take the same words and poll the same way: adaptively by default, at a fixed rate with -r.
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/session.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace gilspy::cli {
@@ -22,10 +24,15 @@ struct TargetArgs {
   bool anywhere = false;
   double attach_timeout_s = 10;
   bool strict_version = false;  // refuse a Python newer than gilspy knows instead of warning
+  bool subprocesses = false;    // also the targets' Python descendants, as they appear
+  bool no_follow = false;       // every-Python-process mode: only those running at the start
+  bool accelerator = false;     // found processes: only those holding an accelerator device open
   CLI::Option* rate_option = nullptr;
 
-  // After parsing. Throws Error(kUsage) unless exactly one of -p and a command was given.
+  // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).
   std::vector<int> pids() const;
+  // Which processes the session finds by itself; throws Error(kUsage) for flags that do not fit the targets.
+  Discover discover() const;
   // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1
   // s.
   sampler::PollLoopOptions loop() const;

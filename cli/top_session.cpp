@@ -147,7 +147,18 @@ int run_top(const TopOptions& o) {
   if (!o.output_dir.empty()) ensure_output_dir(o.output_dir);
   SessionOptions so{
       .pids = o.pids, .command = o.command, .loop = o.loop, .attach_timeout_s = o.attach_timeout_s,
-      .strict_version = o.strict_version};
+      .strict_version = o.strict_version, .discover = o.discover, .follow = o.follow,
+      .accelerator_only = o.accelerator_only, .note = {}};
+  // Notes while the live screen is up (a process found, one skipped) wait until the terminal is restored.
+  std::vector<std::string> held_notes;
+  bool hold_notes = false;
+  so.note = [&](const std::string& line) {
+    if (hold_notes) {
+      held_notes.push_back(line);
+    } else {
+      fmt::print(stderr, "gilspy: {}\n", line);
+    }
+  };
   so.loop.stats_period_s = o.interval_s;  // a snapshot per stats tick: every window ends exactly at a tick
   Session session(so);                    // errors (no such pid, not Python) before the terminal is touched
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
@@ -210,8 +221,11 @@ int run_top(const TopOptions& o) {
     tstp.async_wait(on_tstp);
 
     view.redraw();
+    hold_notes = true;
     out = session.run();
     guard.reset();
+    hold_notes = false;
+    for (const std::string& line : held_notes) fmt::print(stderr, "gilspy: {}\n", line);
     if (view.ended()) {
       view.print_last_screen(out.launched ? "gilspy top: the program exited; these are its last figures"
                                           : "gilspy top: the target exited; these are its last figures");

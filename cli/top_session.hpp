@@ -7,6 +7,8 @@
 
 #include "sampler/poll_loop.hpp"
 
+#include "cli/session.hpp"
+
 namespace gilspy::cli {
 
 struct TopOptions {
@@ -15,6 +17,9 @@ struct TopOptions {
   sampler::PollLoopOptions loop;     // rate and mode as `record`; the stats tick is set from interval_s
   double attach_timeout_s = 10;
   bool strict_version = false;
+  Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
+  bool follow = true;
+  bool accelerator_only = false;
   double interval_s = 1.0;  // refresh
   int count = 0;            // stop after this many snapshots; 0: until q, a signal or the targets exit
   bool batch = false;       // plain snapshots on stdout (also when stdin or stdout is not a terminal)

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+import scenarios_jobs
 import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
                      check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
@@ -1126,6 +1127,7 @@ SCENARIOS = {
 }
 
 SCENARIOS.update(scenarios_summary.SCENARIOS)
+SCENARIOS.update(scenarios_jobs.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)

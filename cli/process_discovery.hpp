@@ -1,0 +1,32 @@
+#pragma once
+// Finding the processes to record when the user names none (every Python process this user may read) or asks
+// for a target's descendants (--subprocesses: multiprocessing and DataLoader workers, subprocess), and the
+// --accelerator filter. All from /proc, reading links' text and small files: nothing a target controls is
+// followed or opened as a program.
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gilspy::cli {
+
+// A Python process by its look from outside: an executable named python* or a libpython mapped. Cheap (a
+// readlink and /proc/PID/maps); attaching is what decides (a python2, an unsupported version is refused then).
+bool is_python_process(pid_t pid);
+
+// Whether the process holds an accelerator device open: /dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*
+// among its file descriptors (the links' text only).
+bool holds_accelerator(pid_t pid);
+
+// The Python processes among the descendants of `roots` (not the roots themselves), sorted.
+std::vector<pid_t> python_descendants(const std::vector<pid_t>& roots);
+
+// Every Python process except `self` and its descendants (gilspy and what it launched), sorted.
+std::vector<pid_t> python_processes(pid_t self);
+
+// What tells one program image of a process from another: the pid with /proc/PID/stat's code and stack
+// addresses (an exec() replaces them, a reused pid has others). nullopt when the process is gone.
+std::optional<std::string> process_key(pid_t pid);
+
+}  // namespace gilspy::cli
