@@ -535,8 +535,13 @@ def scenario_bad_pid(gilspy, python):
     check(out.returncode == 2, f"a malformed PID list is a usage error (2), got {out.returncode}")
     out = run_gilspy(gilspy, "record", "-p", "12,12", "-d", 1)
     one_line_error(out, "twice")
-    out = run_gilspy(gilspy, "record", "-d", 1)
+    # no -p and no program records every Python process; flags that need named targets are usage errors
+    out = run_gilspy(gilspy, "record", "--subprocesses", "-d", 1)
     one_line_error(out, "-p")
+    check(out.returncode == 2, f"--subprocesses without targets is a usage error (2), got {out.returncode}")
+    out = run_gilspy(gilspy, "record", "-p", "1", "--no-follow", "-d", 1)
+    one_line_error(out, "--no-follow")
+    check(out.returncode == 2, f"--no-follow with -p is a usage error (2), got {out.returncode}")
     out = run_gilspy(gilspy, "record", "-o", tempfile.mkdtemp(), "--", "/nonexistent/python3", "x.py")
     one_line_error(out, "/nonexistent/python3")
     # top: the same errors and exit codes as record
@@ -546,7 +551,7 @@ def scenario_bad_pid(gilspy, python):
     out = run_gilspy(gilspy, "top", "-p", "12,abc")
     one_line_error(out, "abc")
     check(out.returncode == 2, f"top: a malformed PID list is a usage error (2), got {out.returncode}")
-    for args in ([], ["-p", "1", "--", "python3"], ["-p", "1", "--interval", "0"], ["-p", "1", "-n", "0"]):
+    for args in (["--subprocesses"], ["-p", "1", "--", "python3"], ["-p", "1", "--interval", "0"], ["-p", "1", "-n", "0"]):
         out = run_gilspy(gilspy, "top", *args)
         one_line_error(out)
         check(out.returncode == 2, f"top {args}: exit {out.returncode}, expected 2")
