@@ -15,7 +15,7 @@ import time
 import scenarios_jobs
 import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
-                     check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
+                     check_trace, main, run_gilspy, run_trace_checker, single_raw, workload_env, WORKLOADS)
 
 
 def one_line_error(out, *needles):
@@ -224,6 +224,32 @@ def scenario_pid_namespace(gilspy, python):
         info = json.loads(run_gilspy(gilspy, "info", "-p", pid, "--json", check_rc=0).stdout)
         check(info["other_pid_namespace"] and {t["ns_tid"] for t in info["threads"]} >= {1},
               f"info does not show namespace tids: {info['threads']}")
+        # Both pids in the file; the trace as the container sees it (--pid-namespace target).
+        check(raw.meta.get("ns_pid") == 1, f"meta has ns_pid {raw.meta.get('ns_pid')}, expected 1")
+        target = os.path.join(d, "target.trace.json")
+        run_gilspy(gilspy, "convert", "-i", single_raw(d), "--pid-namespace", "target", "-o", target, check_rc=0)
+        doc = check_trace(target, raw)
+        check({e["pid"] for e in doc["traceEvents"]} == {1}, "--pid-namespace target: not all in pid 1")
+        lane_tids = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "hold_gil"}
+        check(lane_tids and lane_tids <= set(host_of), f"--pid-namespace target: lanes {lane_tids}, namespace tids {sorted(host_of)}")
+        # A profiler inside the container saw pid 1 and the namespace tids: the merge finds the process by them.
+        start_ns = raw.meta["clock"]["realtime_ns"]
+        base = start_ns // 10**9 * 10**9
+        events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "ts": 0, "args": {"name": "python"}}]
+        for ns_tid in host_of:
+            events.append({"ph": "X", "name": "step", "pid": 1, "tid": ns_tid, "ts": (start_ns - base) / 1000,
+                           "dur": raw.summary["duration_ns"] / 1000})
+        profile = os.path.join(d, "container.pt.trace.json")
+        with open(profile, "w") as f:
+            json.dump({"traceEvents": events, "distributedInfo": {"rank": 0}, "baseTimeNanoseconds": base}, f)
+        merged = os.path.join(d, "merged.json")
+        out = run_gilspy(gilspy, "convert", "-i", single_raw(d), "--merge-into", profile, "-o", merged, check_rc=0)
+        check("its pid in its own PID namespace" in out.stdout, f"merge did not match the namespace pid: {out.stdout}")
+        run_trace_checker("--merged", merged)
+        gil = json.load(open(merged))["traceEvents"][len(events):]
+        names = {e["tid"]: e["args"]["name"] for e in gil if e["ph"] == "M" and e["name"] == "thread_name"}
+        check(all(e["pid"] == 1 for e in gil) and names.get(1_000_000_001) == "GIL 1 (MainThread)",
+              f"merged lanes of the container: {names}")
     finally:
         w.kill()
 
