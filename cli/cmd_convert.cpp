@@ -183,7 +183,12 @@ Runner add_convert_command(CLI::App& app) {
       "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
       "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
       "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only if\n"
-      "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.");
+      "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.\n"
+      "Several ranks come out in rank order. --merge-into TRACE adds the GIL lanes to a PyTorch profiler\n"
+      "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip) or Ascend's trace_view.json instead: the\n"
+      "profiler's events and members are kept as they are, the lanes go into the process of the recording's\n"
+      "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map GILPID:TRACEPID\n"
+      "when the profiler saw another pid.");
   cmd->add_option("-i,--input", opts->inputs,
                   "Raw recording to convert; repeat to merge several (e.g. one per rank)")
       ->required()

@@ -76,9 +76,15 @@ class TraceSurvey final : public TraceScanHandler {
   void shape(TraceShape s) override { shape_ = s; }
   void member(std::string_view key, std::string_view text) override {
     keys.insert(std::string(key));
+    // Copied byte for byte: it must be JSON (the scanner checks only the structure around it).
+    const json m = json::parse("{" + std::string(text) + "}", nullptr, false);
+    if (m.is_discarded() || m.size() != 1) {
+      throw Error(ErrorKind::kBadInput, fmt::format("{} is not a trace gilspy can merge into: its member \"{}\" is "
+                                                    "not valid JSON",
+                                                    path_, std::string(key.substr(0, 64))));
+    }
     if (key != "baseTimeNanoseconds") return;
-    const size_t colon = text.find(':', key.size() + 2);
-    const json v = json::parse(text.substr(colon + 1), nullptr, false);
+    const json& v = m.begin().value();
     if (!v.is_number_integer() || v.get<double>() < 0 || v.get<double>() > 9.2e18) {
       throw Error(ErrorKind::kBadInput, path_ + ": baseTimeNanoseconds is not a time in nanoseconds");
     }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -440,4 +441,39 @@ TEST_CASE("merge: thread names shortened for GIL lanes") {
   CHECK(cv::short_thread_name(12, "thread 12 (worker)") == "worker");
   CHECK(cv::short_thread_name(12, "thread 12") == "");
   CHECK(cv::short_thread_name(12, "thread 13 (x)") == "thread 13 (x)");
+}
+
+TEST_CASE("merge: random damage to a trace is merged or refused as kBadInput, never anything else") {
+  TempDir dir;
+  const std::string original = text_of((kKineto / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz").string());
+  const std::string rec = dir / "GIL_rec.json";
+  write_raw(rec, meta_for(1074, 1719853884000000000 + 1212075548353304000), two_threads(1074, 3553));
+  std::mt19937 rng(7);
+  const std::string alphabet = "[]{},:\"-0123456789.e \n\\x";
+  size_t merged = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string s = original;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
+      const size_t at = rng() % s.size();
+      switch (rng() % 3) {
+        case 0: s[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.erase(at, 1 + rng() % 8); break;
+        default: s.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+    }
+    CAPTURE(round);
+    const std::string trace = dir / "t.json", out = dir / "o.json";
+    spit(trace, s);
+    try {
+      cv::merge_into_trace({rec}, out, {.trace = trace});
+      ++merged;
+      const ojson written = ojson::parse(text_of(out), nullptr, /*allow_exceptions=*/false);
+      CHECK_FALSE(written.is_discarded());  // what it writes is JSON
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kBadInput);
+      CHECK_FALSE(fs::exists(out));
+    }
+    fs::remove(out);
+  }
+  CHECK(merged > 0);
 }
