@@ -77,7 +77,7 @@ void append_us(fmt::memory_buffer& out, int64_t ns) {
 // The double a JSON reader gets for the text append_us writes: the nearest double to the decimal, as
 // JavaScript's JSON.parse and strtod round it (std::from_chars rounds the same way). Below 2^53 ns, ns and
 // 1000 are exact doubles and IEEE division rounds their quotient, the same real number as the text, the same
-// way: no text needed (tests/unit/test_chrome_trace.cpp checks the two agree).
+// way: no text needed (tests/unit/test_convert_jobs.cpp checks the two agree).
 double reader_us(int64_t ns) {
   constexpr int64_t kExact = int64_t{1} << 53;
   if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
@@ -492,6 +492,7 @@ int64_t reader_safe_dur_ns(int64_t start_ns, int64_t end_ns) {
   // runs once or twice; it ends at dur 0 at the latest, where start <= end holds. Times on the epoch itself
   // (absolute µs, ~1.7e15: a trace without baseTimeNanoseconds) have doubles 0.25 µs apart: steps of half
   // that.
+  if (start + reader_us(dur) <= end) return dur;  // nearly always
   const int64_t step =
       std::max<int64_t>(1, static_cast<int64_t>((std::nextafter(end, HUGE_VAL) - end) * 500));
   while (dur > 0 && start + reader_us(dur) > end) dur = std::max<int64_t>(0, dur - step);

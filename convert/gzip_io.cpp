@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -77,6 +78,7 @@ size_t InputBytes::read(char* buf, size_t n) {
     }
     return eof_ ? 0 : read_raw(buf, n);
   }
+  if (n == 0) return 0;
   z_stream& s = z_->s;
   s.next_out = reinterpret_cast<Bytef*>(buf);
   s.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));

@@ -66,8 +66,9 @@ class Scanner {
     for (int c = peek(); c == ' ' || c == '\t' || c == '\n' || c == '\r'; c = peek()) take();
   }
 
-  // A string, from its opening quote; returns its text between the quotes, escapes as written.
-  std::string string() {
+  // A string, from its opening quote; returns its text between the quotes, escapes as written (a key), or
+  // nothing (a value: only skipped).
+  std::string string(bool keep = false) {
     expect('"', "a string");
     std::string text;
     for (;;) {
@@ -75,11 +76,11 @@ class Scanner {
       if (c < 0) fail("it ends inside a string");
       if (c == '"') return text;
       if (c == '\\') {
-        text.push_back('\\');
+        if (keep) text.push_back('\\');
         c = take();
         if (c < 0) fail("it ends inside a string");
       }
-      text.push_back(static_cast<char>(c));
+      if (keep) text.push_back(static_cast<char>(c));
     }
   }
 
@@ -163,7 +164,7 @@ class Scanner {
         skip_ws();
         if (peek() != '"') fail("expected a key");
         begin_capture();
-        const std::string key = string();
+        const std::string key = string(true);
         skip_ws();
         expect(':', "':' after a key");
         skip_ws();

@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -183,4 +185,33 @@ TEST_CASE("gzip I/O: written compressed, read back; concatenated members read as
   CHECK(read_all(plain) == "{}");
   CHECK(cv::has_gzip_suffix("a.json.gz"));
   CHECK_FALSE(cv::has_gzip_suffix("a.json"));
+}
+
+// reader_safe_dur_ns computes the doubles a viewer reads by division (exact below 2^53 ns) instead of printing
+// and parsing the text: the durations it picks are those the text would give (largest with ts + dur <= end as
+// doubles parsed from the written text), also on the epoch itself (absolute µs, ~1.7e18 ns).
+TEST_CASE("convert: reader_safe_dur_ns agrees with the doubles parsed from the text it writes") {
+  auto parsed = [](int64_t ns) {
+    const std::string text = cv::format_us(ns);
+    double v = 0;
+    std::from_chars(text.data(), text.data() + text.size(), v);
+    return v;
+  };
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < 20000; ++i) {
+    const bool absolute = i % 4 == 0;
+    const int64_t start = absolute ? 1'700'000'000'000'000'000 + static_cast<int64_t>(rng() % 1'000'000'000'000)
+                                   : static_cast<int64_t>(rng() % (int64_t{1} << 52));
+    const int64_t end = start + static_cast<int64_t>(rng() % 100'000'000);
+    CAPTURE(start);
+    CAPTURE(end);
+    const int64_t dur = cv::reader_safe_dur_ns(start, end);
+    REQUIRE(dur >= 0);
+    REQUIRE(dur <= end - start);
+    CHECK(parsed(start) + parsed(dur) <= parsed(end));
+    // Not shorter than it must be: 1 ns more would pass the end below 2^53 ns (on the epoch, by less than the
+    // half-ulp step the search takes there).
+    if (!absolute && dur < end - start) CHECK(parsed(start) + parsed(dur + 1) > parsed(end));
+    if (absolute) CHECK(end - start - dur <= 500);
+  }
 }
