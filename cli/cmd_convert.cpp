@@ -149,7 +149,7 @@ int run_merge(const ConvertOptions& o) {
     if (!mi.overlaps) {
       fmt::print(
           stderr,
-          "gilspy: warning: the recording of pid {} ({:.1f} s from {}) does not overlap the events of {} "
+          "gilspy: warning: the recording of pid {} ({:.3f} s from {}) does not overlap the events of {} "
           "({}): its lanes are elsewhere on the timeline\n",
           in.meta.pid, static_cast<double>(mi.end_ns - mi.start_ns) / 1e9, utc_text(mi.start_ns), trace,
           report.trace_start_ns < report.trace_end_ns
