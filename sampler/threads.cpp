@@ -104,11 +104,15 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
   // A thread state that is being set up for a new thread does not name its own thread yet: from 3.11 its
   // native_thread_id is 0 until the thread starts; before 3.11 it carries the creating thread's thread_id
   // (the list is newest first, so the creator comes later in it). Such an entry is left out until its
-  // thread runs, or the creator would be seen twice.
+  // thread runs, or the creator would be seen twice. The new thread writes its two ids one after the other
+  // (3.10-3.11 thread_run: thread_id, then native_thread_id), so for a moment the entry has its own
+  // thread_id and the creator's tid: a tid seen again further down the list marks a placeholder too.
   size_t kept = 0;
   for (size_t i = 0; i < count; ++i) {
     bool placeholder = out[i].tid <= 0;
-    for (size_t k = i + 1; k < count && !placeholder; ++k) placeholder = out[k].pthread_id == out[i].pthread_id;
+    for (size_t k = i + 1; k < count && !placeholder; ++k) {
+      placeholder = out[k].pthread_id == out[i].pthread_id || out[k].tid == out[i].tid;
+    }
     if (!placeholder) out[kept++] = out[i];
   }
   return kept;

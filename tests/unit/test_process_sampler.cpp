@@ -581,3 +581,30 @@ TEST_CASE("sampler: a new thread's state still naming its creator, seen in a wal
   CHECK(starts[101] == 1);
   CHECK(starts[102] == 1);
 }
+
+TEST_CASE("sampler: a new thread caught between writing its two ids is not its creator") {
+  // 3.11's thread_run stores thread_id, then native_thread_id: a walk in between reads the new thread's own
+  // thread_id beside its creator's tid. The creator further down the list has that tid: a placeholder.
+  FakeTarget t;
+  t.tids = {100, 101, 100};
+  t.set_threads({1, 0});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1000});
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1000);
+  t.set_threads({2, 1, 0});  // slot 2: its own thread_id (0x7f0002), the creator's tid (100)
+  s.poll(3000);
+  CHECK(s.thread_count() == 2);
+  t.tids = {100, 101, 102};
+  t.set_threads({2, 1, 0});
+  s.poll(5000);
+  CHECK(s.thread_count() == 3);
+  s.finish(6000);
+  std::map<int64_t, int> starts;
+  for (const auto& e : drain(q)) {
+    if (const auto* st = std::get_if<raw::ThreadStart>(&e)) ++starts[st->tid];
+  }
+  CHECK(starts[100] == 1);
+  CHECK(starts[102] == 1);
+}
