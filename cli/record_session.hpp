@@ -27,6 +27,7 @@ struct RecordOptions {
   Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
   bool follow = true;
   bool accelerator_only = false;
+  double gc_threshold_ms = -1;  // --gc-threshold-ms: list GC collections at least this long (< 0: none)
 };
 
 // Returns the exit code (see `gilspy record --help`).

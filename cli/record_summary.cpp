@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.hpp"
+#include "cli/gc_summary_lines.hpp"
 #include "cli/summary_table.hpp"
 #include "sampler/threads.hpp"
 
@@ -173,6 +174,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
                    "recording\n",
                    sampler::ThreadWalker::kMaxThreads);
   }
+  gc_summary_lines(out, summary, in.gc_why_off);
   thread_table(out, in, o);
   return out;
 }
@@ -184,7 +186,8 @@ void print_target_summary(const FinishedTarget& done, const SummaryOptions& o) {
                         .raw_path = done.raw_path,
                         .trace_path = done.trace_path,
                         .summary = done.summary,
-                        .loop = done.figures};
+                        .loop = done.figures,
+                        .gc_why_off = done.target.sampler != nullptr ? done.target.sampler->gc().why_off() : ""};
   std::fputs(format_target_summary(in, o).c_str(), stdout);
   std::fflush(stdout);
 }

@@ -18,6 +18,7 @@
 
 #include "base/error.hpp"
 #include "base/output_file.hpp"
+#include "convert/gc_trace.hpp"
 #include "gilspy_version.hpp"
 #include "raw/summary.hpp"
 
@@ -94,11 +95,21 @@ class EventWriter {
   }
   // "I", not "i": the DevTools trace engine keeps only "I" instants on a thread's track, MindStudio Insight
   // reads only "I"; Perfetto reads both.
-  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts) {
+  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view args = {}) {
     auto& b = begin();
     fmt::format_to(std::back_inserter(b),
                    R"({{"ph":"I","s":"t","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)", name, pid, tid);
     append_us(b, ts);
+    if (!args.empty()) fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
+    end();
+  }
+  // A counter with several series: `args` is JSON object text.
+  void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view args) {
+    auto& b = begin();
+    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"gil","name":"{}","pid":{},"tid":0,"ts":)",
+                   name, pid);
+    append_us(b, ts);
+    fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
     end();
   }
   void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view key, uint64_t value) {
@@ -134,6 +145,29 @@ class EventWriter {
 
   TraceFile& file_;
   size_t count_ = 0;
+};
+
+// The garbage collector's lanes (gc_trace.hpp) write through this.
+class EventWriterOut final : public TraceOut {
+ public:
+  explicit EventWriterOut(EventWriter& w) : w_(w) {}
+  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
+             std::string_view args) override {
+    w_.slice(name, pid, tid, start_ns, end_ns, args);
+  }
+  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view args) override {
+    w_.instant(name, pid, tid, ts_ns, args);
+  }
+  void counter(std::string_view name, int64_t pid, int64_t ts_ns, std::string_view args) override {
+    w_.counter(name, pid, ts_ns, args);
+  }
+  void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view key,
+                std::string_view value) override {
+    w_.metadata(name, pid, tid, ts_ns, key, value);
+  }
+
+ private:
+  EventWriter& w_;
 };
 
 // Thrown from on_meta in the first pass, to stop reading once the metadata is known.
@@ -172,7 +206,7 @@ json stats_json(const raw::Stats& s) {
 class InputConverter {
  public:
   InputConverter(EventWriter& out, ConvertInputReport& report, int64_t base_ns)
-      : out_(out), report_(report), base_ns_(base_ns) {}
+      : out_(out), gc_out_(out), report_(report), base_ns_(base_ns) {}
 
   void on_meta(const raw::Meta& m) {
     report_.meta = m;
@@ -184,6 +218,7 @@ class InputConverter {
     out_.metadata("process_name", pid_, 0, offset_ns_, "name", json_string(name));
     out_.metadata("process_labels", pid_, 0, offset_ns_, "labels", json_string(labels));
     out_.metadata("process_sort_index", pid_, 0, offset_ns_, "sort_index", std::to_string(m.rank));
+    gc_.begin(gc_out_, pid_, offset_ns_);
   }
 
   void on_record(const raw::Record& r) {
@@ -223,6 +258,17 @@ class InputConverter {
                    },
                    [&](const raw::ThreadEnd& x) { seen_until(x.ts); },
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
+                   [&](const raw::GcCollection& x) {
+                     if (x.tid != 0 && x.hold_lead >= 0) lane(x.tid);  // its gc slice names the lane too
+                     gc_.collection(x);
+                     seen_until(x.ts + x.dur);
+                   },
+                   [&](const raw::GcUntimed& x) {
+                     gc_.untimed(x);
+                     seen_until(x.ts + x.window);
+                   },
+                   [&](const raw::GcCounts& x) { gc_.counts(x); },
+                   [&](const raw::GcSettings& x) { gc_.settings(x); },
                },
                r);
   }
@@ -331,6 +377,8 @@ class InputConverter {
   }
 
   EventWriter& out_;
+  EventWriterOut gc_out_;
+  GcLanes gc_;
   ConvertInputReport& report_;
   int64_t base_ns_;
   int64_t offset_ns_ = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "raw/records.hpp"
+#include "sampler/gc_tracker.hpp"
 #include "sampler/interpreter.hpp"
 #include "sampler/poll_schedule.hpp"
 #include "sampler/record_queue.hpp"
@@ -70,6 +71,7 @@ struct SamplerCounters {
 
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
+  bool read_gc = true;                   // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
 };
 
 class ProcessSampler {
@@ -97,6 +99,8 @@ class ProcessSampler {
   bool truncated_threads() const { return truncated_; }
   // Why it ended (after the poll thread is done with it).
   TargetEnd end_cause() const { return end_cause_; }
+  // The garbage collector's side (why it is not recorded, if it is not).
+  const GcTracker& gc() const { return gc_; }
 
  private:
   struct Track {
@@ -132,7 +136,7 @@ class ProcessSampler {
   std::vector<uint16_t> active_;                       // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;                 // kMaxThreads
   std::vector<std::pair<uint16_t, TaskState>> asked_;  // kMaxThreads: one poll's kernel answers
-  std::array<ReadRegion, 2> regions_;
+  std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll
@@ -158,6 +162,7 @@ class ProcessSampler {
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
+  GcTracker gc_;
 };
 
 }  // namespace gilspy::sampler
