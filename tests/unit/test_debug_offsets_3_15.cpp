@@ -153,7 +153,7 @@ TEST_CASE("3.15 _Py_DebugOffsets: every field gilspy uses is read from its own p
   CHECK_FALSE(d->gc_stats_inline);
 }
 
-TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC counters not described") {
+TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC statistics behind a pointer") {
   const Values15 v;
   const gl::Layout l = gl::resolve_layout(version(kV3_15_2), blob_3_15(v).span());
   CHECK(l.minor == 15);
