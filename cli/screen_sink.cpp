@@ -81,7 +81,7 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::GcCollection& x) { model_.gc_collection(id, x.generation, x.ts, x.dur, x.wait_ns); },
           [&](const raw::GcUntimed& x) { model_.gc_untimed(id, x.generation, x.n, x.ts + x.window); },
           [](const raw::GcCounts&) {},
-          [](const raw::GcSettings&) {},
+          [&](const raw::GcSettings& x) { model_.gc_settings(id, x.enabled, x.ts); },
           [&](const raw::Stats& x) {
             model_.stats(id, x.ts,
                          {.polls = x.polls,

@@ -21,6 +21,11 @@ void GcAccount::collection(int32_t generation, int64_t dur_ns, int64_t wait_ns) 
   window_.wait_ns += wait_ns;
 }
 
+void GcAccount::settings(bool enabled) {
+  seen_ = true;
+  enabled_ = enabled;
+}
+
 void GcAccount::untimed(int32_t generation, uint64_t n) {
   seen_ = true;
   if (generation >= 0 && generation <= 2) window_.collections[generation] += n;
@@ -50,6 +55,7 @@ void GcAccount::close_window(ProcessRow& row) {
   if (seen_) {
     row.interval.gc = figures(window_, row.interval, row.threads, false);
     row.total.gc = figures(total_, row.total, row.threads, true);
+    row.interval.gc->enabled = row.total.gc->enabled = enabled_;
   }
   window_ = Acc{};
 }

@@ -12,6 +12,7 @@ class GcAccount {
  public:
   void collection(int32_t generation, int64_t dur_ns, int64_t wait_ns);
   void untimed(int32_t generation, uint64_t n);
+  void settings(bool enabled);  // the GC state was read: the row shows from now on
   // Fills row.interval.gc and row.total.gc (once the GC was seen at all), the waiting shares against the
   // threads' waits in the row; starts the next window.
   void close_window(ProcessRow& row);
@@ -27,6 +28,7 @@ class GcAccount {
   static GcFigures figures(const Acc& a, const ProcessFigures& f, const std::vector<ThreadRow>& threads,
                            bool totals);
   bool seen_ = false;
+  bool enabled_ = true;
   Acc window_, total_;
 };
 

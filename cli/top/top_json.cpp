@@ -22,7 +22,8 @@ nlohmann::json gc_figures(const std::optional<GcFigures>& g) {
           {"pause_s", seconds(g->pause_ns)},
           {"longest_pause_s", seconds(g->longest_ns)},
           {"time_share", g->time_share},
-          {"wait_share", or_null(g->wait_share)}};
+          {"wait_share", or_null(g->wait_share)},
+          {"enabled", g->enabled}};
 }
 
 nlohmann::json process_figures(const ProcessFigures& f) {

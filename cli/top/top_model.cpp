@@ -102,6 +102,12 @@ void TopModel::gc_untimed(uint32_t id, int32_t generation, uint64_t n, int64_t t
   p.gc.untimed(generation, n);
 }
 
+void TopModel::gc_settings(uint32_t id, bool enabled, int64_t ts_ns) {
+  Process& p = process(id);
+  p.note(ts_ns);
+  p.gc.settings(enabled);
+}
+
 void TopModel::process_ended(uint32_t id, int64_t ts_ns) {
   Process& p = process(id);
   p.note(ts_ns);

@@ -41,6 +41,7 @@ class TopModel {
   // A garbage collection that ended (dur_ns timed; wait_ns: GIL waiting during it), or `n` too short to time.
   void gc_collection(uint32_t id, int32_t generation, int64_t ts_ns, int64_t dur_ns, int64_t wait_ns);
   void gc_untimed(uint32_t id, int32_t generation, uint64_t n, int64_t ts_ns);
+  void gc_settings(uint32_t id, bool enabled, int64_t ts_ns);  // gc.isenabled(), first and on change
 
   TopSnapshot snapshot(int64_t now_ns);  // closes the window [previous snapshot, now_ns]
   void reset(int64_t now_ns);            // totals and the window restart at now_ns

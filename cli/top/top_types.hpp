@@ -64,6 +64,7 @@ struct GcFigures {
   int64_t pause_ns = 0, longest_ns = 0;  // the timed ones
   double time_share = 0;                 // pause_ns / the period
   std::optional<double> wait_share;      // GIL waiting during collections / all GIL waiting; empty: none
+  bool enabled = true;                   // gc.isenabled() as last read
 };
 
 // One process over one period. Figures from poll statistics are empty when no stats tick fell in the period.

@@ -438,7 +438,12 @@ TEST_CASE("gc top: collections and pauses per window and since start, waiting sh
   CHECK(snap.processes[0].total.gc->collections[0] == 12);
   top::TopModel quiet(0);
   quiet.add_process({.id = 1, .pid = 42, .command = "", .python_version = "3.12.1", .rank = 0, .start_ns = 0});
-  CHECK_FALSE(quiet.snapshot(1'000'000'000).processes[0].interval.gc.has_value());
+  CHECK_FALSE(quiet.snapshot(1'000'000'000).processes[0].interval.gc.has_value());  // the GC was never read
+  quiet.gc_settings(1, false, 1'100'000'000);  // read, disabled, nothing collected: a row that says so
+  const auto disabled = quiet.snapshot(2'000'000'000).processes[0].interval.gc;
+  REQUIRE(disabled.has_value());
+  CHECK_FALSE(disabled->enabled);
+  CHECK(top::gc_row_text(*disabled).find("gc disabled") != std::string::npos);
 }
 
 TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC lane, instants and counters") {
