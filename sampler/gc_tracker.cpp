@@ -26,9 +26,10 @@ GcTracker::GcTracker(const Interpreter& interp, bool read, size_t threads, Recor
   ready_ = layout_.stats_home == layouts::GcStatsHome::kInline;
 }
 
-void GcTracker::disable(std::string why) {
-  active_ = false;
-  why_off_ = std::move(why);
+std::string GcTracker::why_off() const {
+  if (!bad_state_) return why_off_;
+  return "not read: its GC state does not look right (enabled = " + std::to_string(bad_enabled_) +
+         ", collecting = " + std::to_string(bad_collecting_) + ")";
 }
 
 void GcTracker::prepare(MemoryReader& reader) {
@@ -47,10 +48,10 @@ void GcTracker::prepare(MemoryReader& reader) {
 
 size_t GcTracker::add_regions(std::span<ReadRegion> out) {
   if (!active() || out.size() < 2) return 0;
-  out[0] = {gc_addr_, state_.data(), layout_.read_size()};
-  if (layout_.stats_home != layouts::GcStatsHome::kRing) return 1;
-  out[1] = {ring_addr_, ring_.data(), layout_.ring_size};
-  return 2;
+  size_t n = 0;
+  if (external_state_ == nullptr) out[n++] = {gc_addr_, state_.data(), layout_.read_size()};
+  if (layout_.stats_home == layouts::GcStatsHome::kRing) out[n++] = {ring_addr_, ring_.data(), layout_.ring_size};
+  return n;
 }
 
 void GcTracker::emit_counts(const GcSample& s, int64_t at) {
@@ -66,7 +67,8 @@ void GcTracker::begin(int64_t t_mid, const Holder& holder, const Delta& d, int64
   open_.start = t_mid;
   open_.tid = holder.tid;
   open_.slot = holder.slot;
-  open_.hold_lead = holder.slot >= 0 && holder.hold_since >= 0 ? std::max<int64_t>(0, t_mid - holder.hold_since) : -1;
+  // The collector's lane gets a gc slice only inside a hold that had begun by then.
+  open_.hold_lead = holder.slot >= 0 && holder.hold_since >= 0 && holder.hold_since <= t_mid ? t_mid - holder.hold_since : -1;
   open_.pending = d;
   open_.pending_ts = t_prev;
   open_.pending_window = t_now - t_prev;
@@ -136,13 +138,15 @@ void GcTracker::end(int64_t at) {
 void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_mid, const Holder& holder) {
   closing_ = false;
   if (!active() || !read_ok) return;
-  const GcSample s = decode_gc(state_.data(), ring_.data(), layout_);
+  const GcSample s = decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
   if (!s.plausible()) {
     // A first reading that makes no sense: this is not the GC state gilspy thinks it is; never guessed. Later
     // ones (a read torn by the interpreter's teardown) are skipped.
     if (!started_) {
-      disable("not read: its GC state does not look right (enabled = " + std::to_string(s.enabled) +
-              ", collecting = " + std::to_string(s.collecting) + ")");
+      active_ = false;  // said by why_off(); nothing allocated here, in the poll loop
+      bad_state_ = true;
+      bad_enabled_ = s.enabled;
+      bad_collecting_ = s.collecting;
     }
     return;
   }
@@ -194,9 +198,19 @@ void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_m
       }
       take_one(d);
       open_.counted_at = t_mid;
-      untimed(d, t_prev, window);  // more moves than the one seen running: collections between the polls
+      if (d.any()) {
+        // More moves than the one seen running: after it, other collections ran between the two polls, so it
+        // ended in this interval, and what runs now (if anything) is a later one. Split here, so that the
+        // untimed ones (drawn at this interval's midpoint) fall between the two.
+        const Delta earlier = open_.pending;
+        const int64_t ets = open_.pending_ts, ewin = open_.pending_window;
+        end(t_mid);
+        untimed(earlier, ets, ewin);
+        untimed(d, t_prev, window);
+        if (s.collecting == 1) begin(t_mid, holder, Delta{}, t_mid, t_mid);
+      }
     }
-    if (s.collecting == 0) {
+    if (s.collecting == 0 && open_.active) {
       closing_ = true;
       close_at_ = t_mid;
     }

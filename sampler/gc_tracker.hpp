@@ -43,10 +43,17 @@ class GcTracker {
   // construction and at each re-walk until it succeeds; cheap once done.
   void prepare(MemoryReader& reader);
   bool active() const { return active_ && ready_; }
-  // Why the GC is not recorded ("" when it is or may still be): for the summary.
-  const std::string& why_off() const { return why_off_; }
+  // Why the GC is not recorded ("" when it is or may still be): for the summary, once polling has ended.
+  std::string why_off() const;
 
-  // The regions a poll appends to its read (0 to 2), into `out`; returns how many.
+  // Where the GC state is and how much of it a poll reads (0 when the GC is off).
+  uint64_t state_addr() const { return active_ ? gc_addr_ : 0; }
+  size_t state_len() const { return active_ ? layout_.read_size() : 0; }
+  // The poll reads the GC state as part of a larger region (beside the GIL, in the same struct): decode from
+  // `bytes` (state_len() of them, valid for the tracker's life) instead of a region of its own.
+  void read_state_into(const uint8_t* bytes) { external_state_ = bytes; }
+  // The regions a poll appends to its read (0 to 2: the GC state unless read elsewhere, 3.15+'s statistics),
+  // into `out`; returns how many.
   size_t add_regions(std::span<ReadRegion> out);
 
   // The collector when a collection is seen to begin: the GIL's holder (slot -1 when none or unknown) and
@@ -95,7 +102,6 @@ class GcTracker {
     int64_t wait_ns = 0;
   };
 
-  void disable(std::string why);
   void begin(int64_t t_mid, const Holder& holder, const Delta& d, int64_t t_prev, int64_t t_now);
   // Gives one counter move of `d` (the oldest generation that moved) to the open collection; the rest of `d`
   // is emitted as untimed over [ts, ts + window].
@@ -114,10 +120,13 @@ class GcTracker {
   uint64_t ring_addr_ = 0;
   bool active_ = false;
   bool ready_ = false;
-  std::string why_off_;
+  std::string why_off_;  // set at construction
+  bool bad_state_ = false;  // the first reading made no sense (why_off() says what it read)
+  int32_t bad_enabled_ = 0, bad_collecting_ = 0;
   RecordQueue& queue_;
   raw::TargetId target_;
   std::array<uint8_t, 512> state_{};
+  const uint8_t* external_state_ = nullptr;  // read_state_into()
   std::array<uint8_t, 2048> ring_{};
   bool started_ = false;
   GcSample prev_;

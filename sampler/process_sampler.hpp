@@ -163,6 +163,12 @@ class ProcessSampler {
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
   GcTracker gc_;
+  // Where the GC state lies in the same struct as the GIL (3.8: _PyRuntime; 3.12+: the interpreter), one
+  // region covers both: no extra region (and page pin) per poll. span_bytes_ empty: separate regions.
+  static constexpr size_t kMaxSpan = 8192;
+  uint64_t span_addr_ = 0;
+  std::vector<uint8_t> span_bytes_;
+  size_t gil_in_span_ = 0;
 };
 
 }  // namespace gilspy::sampler
