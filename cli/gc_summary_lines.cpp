@@ -27,8 +27,9 @@ void gc_summary_lines(std::string& out, const raw::SummaryBuilder& summary, cons
   }
   const uint64_t total = gc.collections(0) + gc.collections(1) + gc.collections(2);
   const uint64_t timed = gc.timed(0) + gc.timed(1) + gc.timed(2);
-  fmt::format_to(add, "  GC: {} collections (gen0 {}, gen1 {}, gen2 {}); {} timed, {} too short to time between "
-                      "two polls (counted, not timed){}\n",
+  fmt::format_to(add,
+                 "  GC: {} collections (gen0 {}, gen1 {}, gen2 {}); {} timed, {} too short to time between "
+                 "two polls (counted, not timed){}\n",
                  total, gc.collections(0), gc.collections(1), gc.collections(2), timed, total - timed,
                  gc.unfinished() > 0 ? fmt::format("; {} still running at the end", gc.unfinished()) : "");
   const int64_t duration = summary.duration_ns();
@@ -42,19 +43,21 @@ void gc_summary_lines(std::string& out, const raw::SummaryBuilder& summary, cons
                    pct(static_cast<double>(gc.wait_during_gc_ns()), static_cast<double>(waited)));
   }
   if (gc.disables() > 0 || !gc.enabled_at_end()) {
-    fmt::format_to(add, "    gc.disable() in force for {:.2f} s of the recording ({} time{}); enabled at the end: {}\n",
-                   static_cast<double>(gc.disabled_ns(duration)) / 1e9, gc.disables(), gc.disables() == 1 ? "" : "s",
-                   gc.enabled_at_end() ? "yes" : "no");
+    fmt::format_to(
+        add, "    gc.disable() in force for {:.2f} s of the recording ({} time{}); enabled at the end: {}\n",
+        static_cast<double>(gc.disabled_ns(duration)) / 1e9, gc.disables(), gc.disables() == 1 ? "" : "s",
+        gc.enabled_at_end() ? "yes" : "no");
   }
   if (gc.list_threshold_ns() < 0) return;
   const auto& listed = gc.listed();
   fmt::format_to(add, "  GC collections of {} or longer: {}\n", ms(gc.list_threshold_ns()),
                  listed.size() + gc.not_listed());
   if (listed.empty()) return;
-  fmt::format_to(add, "    {:>10}  {:>3}  {:>10}  {:>7}  {:>10}  {:>8}\n", "AT", "GEN", "PAUSE", "WAITERS", "FREED",
-                 "THREAD");
+  fmt::format_to(add, "    {:>10}  {:>3}  {:>10}  {:>7}  {:>10}  {:>8}\n", "AT", "GEN", "PAUSE", "WAITERS",
+                 "FREED", "THREAD");
   for (const raw::GcPause& p : listed) {
-    fmt::format_to(add, "    {:>8.3f} s  {:>3}  {:>10}  {:>7}  {:>10}  {:>8}\n", static_cast<double>(p.ts) / 1e9,
+    fmt::format_to(add, "    {:>8.3f} s  {:>3}  {:>10}  {:>7}  {:>10}  {:>8}\n",
+                   static_cast<double>(p.ts) / 1e9,
                    p.generation < 0 ? std::string("?") : std::to_string(p.generation), ms(p.dur), p.waiters,
                    p.collected, p.tid == 0 ? std::string("-") : std::to_string(p.tid));
   }

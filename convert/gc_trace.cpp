@@ -19,8 +19,9 @@ double reader_us(int64_t ns) {
 }
 
 std::string collection_args(const raw::GcCollection& x) {
-  return fmt::format(R"({{"generation":{},"collected":{},"uncollectable":{},"waiters":{},"gil_wait_ms":{:.3f}}})",
-                     x.generation, x.collected, x.uncollectable, x.waiters, static_cast<double>(x.wait_ns) / 1e6);
+  return fmt::format(
+      R"({{"generation":{},"collected":{},"uncollectable":{},"waiters":{},"gil_wait_ms":{:.3f}}})",
+      x.generation, x.collected, x.uncollectable, x.waiters, static_cast<double>(x.wait_ns) / 1e6);
 }
 
 }  // namespace
@@ -62,11 +63,11 @@ void GcLanes::collection(const raw::GcCollection& x) {
 
 void GcLanes::untimed(const raw::GcUntimed& x) {
   name_lane();
-  out_->instant("gc", pid_, kGcTid, offset_ns_ + x.ts + x.window / 2,
-                fmt::format(R"({{"generation":{},"count":{},"collected":{},"uncollectable":{},"window_us":{:.3f},)"
-                            R"("untimed":"{} collection(s) between two polls, too short to time"}})",
-                            x.generation, x.n, x.collected, x.uncollectable, static_cast<double>(x.window) / 1e3,
-                            x.n));
+  out_->instant(
+      "gc", pid_, kGcTid, offset_ns_ + x.ts + x.window / 2,
+      fmt::format(R"({{"generation":{},"count":{},"collected":{},"uncollectable":{},"window_us":{:.3f},)"
+                  R"("untimed":"{} collection(s) between two polls, too short to time"}})",
+                  x.generation, x.n, x.collected, x.uncollectable, static_cast<double>(x.window) / 1e3, x.n));
 }
 
 void GcLanes::counts(const raw::GcCounts& x) {
@@ -76,8 +77,9 @@ void GcLanes::counts(const raw::GcCounts& x) {
 
 void GcLanes::settings(const raw::GcSettings& x) {
   out_->counter("gc_enabled", pid_, offset_ns_ + x.ts, fmt::format(R"({{"enabled":{}}})", x.enabled ? 1 : 0));
-  out_->counter("gc_threshold", pid_, offset_ns_ + x.ts,
-                fmt::format(R"({{"gen0":{},"gen1":{},"gen2":{}}})", x.threshold[0], x.threshold[1], x.threshold[2]));
+  out_->counter(
+      "gc_threshold", pid_, offset_ns_ + x.ts,
+      fmt::format(R"({{"gen0":{},"gen1":{},"gen2":{}}})", x.threshold[0], x.threshold[1], x.threshold[2]));
 }
 
 }  // namespace gilspy::convert

@@ -1,11 +1,13 @@
 #pragma once
 // The garbage collector in a Chrome trace (issue 9), written by convert_to_chrome_trace() per input:
 //
-// - a "gc" slice per timed collection on the collecting thread's lane, nested inside the hold_gil slice it ran
+// - a "gc" slice per timed collection on the collecting thread's lane, nested inside the hold_gil slice it
+// ran
 //   in (the part of the collection inside that hold: raw::GcCollection::held_dur), args generation,
 //   collected, uncollectable, waiters (threads that waited for the GIL during it) and gil_wait_ms;
 // - the same slices on a process-level lane "GC" (tid kGcTid), where collections too short to time between
-//   two polls are "gc" instants carrying their count (args count, generation, window_us: where they happened);
+//   two polls are "gc" instants carrying their count (args count, generation, window_us: where they
+//   happened);
 // - counters: "gc_count" (gen0, gen1, gen2: what gc.get_count() prints) and "gc_enabled" (1/0: a run-time
 //   gc.disable() shows), with the thresholds as "gc_threshold".
 //
@@ -27,7 +29,8 @@ class TraceOut {
   virtual ~TraceOut() = default;
   virtual void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
                      std::string_view args) = 0;
-  virtual void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view args) = 0;
+  virtual void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
+                       std::string_view args) = 0;
   virtual void counter(std::string_view name, int64_t pid, int64_t ts_ns, std::string_view args) = 0;
   virtual void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view key,
                         std::string_view value) = 0;

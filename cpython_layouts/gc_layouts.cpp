@@ -48,7 +48,8 @@ GcLayout layout_3_14(const elf::PyVersion& version, const DebugOffsets& d) {
   gc.generations = 24;
   gc.stats = 120;
   gc.collecting = 192;
-  if (version.micro < 0) return unknown(gc, "the exact 3.14 release is not known (incremental or generational GC)");
+  if (version.micro < 0)
+    return unknown(gc, "the exact 3.14 release is not known (incremental or generational GC)");
   gc.incremental = version.micro <= 4;
   if (gc.incremental) gc.visited_space = 232;
   if (!d.gc_collecting || *d.gc_collecting != gc.collecting) {
@@ -56,8 +57,9 @@ GcLayout layout_3_14(const elf::PyVersion& version, const DebugOffsets& d) {
   }
   const Off expected = gc.incremental ? kGcSize3_14Incremental : kGcSize3_14Generational;
   if (!d.gc_size || *d.gc_size != expected) {
-    return unknown(gc, gc.incremental ? "its GC state is not the size of 3.14.0-3.14.4's incremental collector's"
-                                      : "its GC state is not the size of 3.14.5+'s generational collector's");
+    return unknown(gc, gc.incremental
+                           ? "its GC state is not the size of 3.14.0-3.14.4's incremental collector's"
+                           : "its GC state is not the size of 3.14.5+'s generational collector's");
   }
   return gc;
 }
@@ -103,7 +105,8 @@ GcLayout checked_gc_3_13(GcLayout gc, const DebugOffsets& d) {
   if (!d.gc_collecting || *d.gc_collecting != gc.collecting) {
     return unknown(gc, "its _Py_DebugOffsets place gc.collecting elsewhere than the 3.13 table");
   }
-  if (!d.gc_size || *d.gc_size != kGcSize3_13) return unknown(gc, "its GC state is not the 3.13 table's size");
+  if (!d.gc_size || *d.gc_size != kGcSize3_13)
+    return unknown(gc, "its GC state is not the 3.13 table's size");
   return gc;
 }
 
@@ -112,7 +115,8 @@ GcLayout gc_layout_from_debug_offsets(const elf::PyVersion& version, const Debug
   gc.home = GcHome::kInterp;
   gc.offset = static_cast<Off>(d.interp_gc);
   if (d.free_threaded) return unknown(gc, "free-threaded builds keep a different GC state");
-  if (d.read_as_minor != 0) return unknown(gc, "its GC state is not described for a version newer than gilspy knows");
+  if (d.read_as_minor != 0)
+    return unknown(gc, "its GC state is not described for a version newer than gilspy knows");
   if (version.major == 3 && version.minor == 14) return layout_3_14(version, d);
   if (version.major == 3 && version.minor == 15) return layout_3_15(d);
   return unknown(gc, "its GC state is not described");

@@ -1,7 +1,8 @@
 #pragma once
-// Where the garbage collector keeps its state in the versions read through _Py_DebugOffsets (3.13's cross-check,
-// 3.14, 3.15), and what the block must agree with. Internal to cpython_layouts/: the rest of gilspy sees only
-// Layout::gc. 3.8-3.12 use GcLayout's defaults (tables.cpp), checked against DWARF by the unit tests.
+// Where the garbage collector keeps its state in the versions read through _Py_DebugOffsets (3.13's
+// cross-check, 3.14, 3.15), and what the block must agree with. Internal to cpython_layouts/: the rest of
+// gilspy sees only Layout::gc. 3.8-3.12 use GcLayout's defaults (tables.cpp), checked against DWARF by the
+// unit tests.
 #include "cpython_layouts/debug_offsets.hpp"
 #include "cpython_layouts/layout.hpp"
 

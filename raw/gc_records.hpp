@@ -2,9 +2,11 @@
 // The garbage collector's record kinds (issue 9), included by records.hpp. Raw lines start with "G":
 //
 //   ["G",tid,ts,dur,gen,collected,uncollectable,waiters,wait_ns,hold_lead,held_dur]   a timed collection
-//   ["GI",ts,window,gen,n,collected,uncollectable]                                   collections too short to time
+//   ["GI",ts,window,gen,n,collected,uncollectable]                                   collections too short to
+//   time
 //   ["GC",ts,count0,count1,count2]                                                   gc.get_count()
-//   ["GS",ts,enabled,threshold0,threshold1,threshold2]                               gc.isenabled(), thresholds
+//   ["GS",ts,enabled,threshold0,threshold1,threshold2]                               gc.isenabled(),
+//   thresholds
 //
 // A collection is a stretch of polls that read the GC state's `collecting` as 1; it starts and ends at the
 // midpoints between the polls that saw it begin and end (like holds), and its generation is the one whose
@@ -19,11 +21,11 @@ struct GcCollection {
   int64_t tid = 0;  // the thread that ran it (the GIL's holder when it began); 0 when not known
   int64_t ts = 0;
   int64_t dur = 0;
-  int32_t generation = -1;  // 0-2; -1 when it had not ended (no counter moved) when the recording did
+  int32_t generation = -1;     // 0-2; -1 when it had not ended (no counter moved) when the recording did
   uint64_t collected = 0;      // objects freed (the generation's `collected` counter delta)
   uint64_t uncollectable = 0;  // objects put into gc.garbage
-  uint64_t waiters = 0;   // threads that waited for the GIL during it (inside take_gil at any time in it)
-  int64_t wait_ns = 0;    // GIL waiting that happened during it, all threads together (thread-ns)
+  uint64_t waiters = 0;  // threads that waited for the GIL during it (inside take_gil at any time in it)
+  int64_t wait_ns = 0;   // GIL waiting that happened during it, all threads together (thread-ns)
   // How long the collecting thread had held the GIL when the collection began (its hold_gil slice began
   // at ts - hold_lead), -1 when it was not seen holding; and how much of the collection lies inside that
   // hold (dur, unless the collector dropped the GIL in the middle, e.g. in a finalizer): the trace nests

@@ -9,8 +9,8 @@
 namespace gilspy::sampler {
 
 struct GcSample {
-  int32_t enabled = 1;     // gc.isenabled()
-  int32_t collecting = 0;  // 1 while a collection runs
+  int32_t enabled = 1;               // gc.isenabled()
+  int32_t collecting = 0;            // 1 while a collection runs
   int64_t count[3] = {0, 0, 0};      // gc.get_count()
   int64_t threshold[3] = {0, 0, 0};  // gc.get_threshold()
   int64_t collections[3] = {0, 0, 0}, collected[3] = {0, 0, 0}, uncollectable[3] = {0, 0, 0};
@@ -53,8 +53,8 @@ inline GcSample decode_gc(const uint8_t* state, const uint8_t* ring, const layou
   for (int g = 0; g < 3; ++g) {
     const uint32_t gen = l.generations + static_cast<uint32_t>(g) * l.generation_stride;
     s.threshold[g] = i32(state, gen + l.generation_threshold);
-    s.count[g] = i32(state, l.generations + static_cast<uint32_t>(slot_of[g]) * l.generation_stride +
-                                l.generation_count);
+    s.count[g] = i32(
+        state, l.generations + static_cast<uint32_t>(slot_of[g]) * l.generation_stride + l.generation_count);
     const uint8_t* base = state;
     uint32_t entry = l.stats + static_cast<uint32_t>(g) * l.stats_stride;
     if (l.stats_home == layouts::GcStatsHome::kRing) {

@@ -8,7 +8,11 @@ namespace gilspy::sampler {
 
 GcTracker::GcTracker(const Interpreter& interp, bool read, size_t threads, RecordQueue& queue,
                      raw::TargetId target)
-    : layout_(interp.layout.gc), gc_addr_(interp.gc_addr), queue_(queue), target_(target), counted_(threads, 0) {
+    : layout_(interp.layout.gc),
+      gc_addr_(interp.gc_addr),
+      queue_(queue),
+      target_(target),
+      counted_(threads, 0) {
   if (!read) {
     why_off_ = "not read (--no-gc)";
     return;
@@ -50,7 +54,8 @@ size_t GcTracker::add_regions(std::span<ReadRegion> out) {
   if (!active() || out.size() < 2) return 0;
   size_t n = 0;
   if (external_state_ == nullptr) out[n++] = {gc_addr_, state_.data(), layout_.read_size()};
-  if (layout_.stats_home == layouts::GcStatsHome::kRing) out[n++] = {ring_addr_, ring_.data(), layout_.ring_size};
+  if (layout_.stats_home == layouts::GcStatsHome::kRing)
+    out[n++] = {ring_addr_, ring_.data(), layout_.ring_size};
   return n;
 }
 
@@ -68,7 +73,9 @@ void GcTracker::begin(int64_t t_mid, const Holder& holder, const Delta& d, int64
   open_.tid = holder.tid;
   open_.slot = holder.slot;
   // The collector's lane gets a gc slice only inside a hold that had begun by then.
-  open_.hold_lead = holder.slot >= 0 && holder.hold_since >= 0 && holder.hold_since <= t_mid ? t_mid - holder.hold_since : -1;
+  open_.hold_lead = holder.slot >= 0 && holder.hold_since >= 0 && holder.hold_since <= t_mid
+                        ? t_mid - holder.hold_since
+                        : -1;
   open_.pending = d;
   open_.pending_ts = t_prev;
   open_.pending_window = t_now - t_prev;
@@ -138,7 +145,8 @@ void GcTracker::end(int64_t at) {
 void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_mid, const Holder& holder) {
   closing_ = false;
   if (!active() || !read_ok) return;
-  const GcSample s = decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
+  const GcSample s =
+      decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
   if (!s.plausible()) {
     // A first reading that makes no sense: this is not the GC state gilspy thinks it is; never guessed. Later
     // ones (a read torn by the interpreter's teardown) are skipped.
@@ -151,9 +159,8 @@ void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_m
     return;
   }
   auto settings = [&](int64_t at) {
-    emit(raw::GcSettings{.ts = at,
-                         .enabled = s.enabled == 1,
-                         .threshold = {s.threshold[0], s.threshold[1], s.threshold[2]}});
+    emit(raw::GcSettings{
+        .ts = at, .enabled = s.enabled == 1, .threshold = {s.threshold[0], s.threshold[1], s.threshold[2]}});
   };
   if (!started_) {
     started_ = true;
@@ -170,8 +177,8 @@ void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_m
     d.collected[g] = std::max<int64_t>(0, s.collected[g] - prev_.collected[g]);
     d.uncollectable[g] = std::max<int64_t>(0, s.uncollectable[g] - prev_.uncollectable[g]);
   }
-  if (s.enabled != prev_.enabled || s.threshold[0] != prev_.threshold[0] || s.threshold[1] != prev_.threshold[1] ||
-      s.threshold[2] != prev_.threshold[2]) {
+  if (s.enabled != prev_.enabled || s.threshold[0] != prev_.threshold[0] ||
+      s.threshold[1] != prev_.threshold[1] || s.threshold[2] != prev_.threshold[2]) {
     settings(t_mid);
   }
   const int64_t window = t_now - t_prev;
@@ -221,8 +228,8 @@ void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_m
     last_counts_ = s;  // emitted at close()
     return;
   }
-  const bool counts_changed =
-      s.count[0] != last_counts_.count[0] || s.count[1] != last_counts_.count[1] || s.count[2] != last_counts_.count[2];
+  const bool counts_changed = s.count[0] != last_counts_.count[0] || s.count[1] != last_counts_.count[1] ||
+                              s.count[2] != last_counts_.count[2];
   if (counts_changed && t_now - last_counts_ns_ >= raw::kGcCountsPeriodNs) emit_counts(s, t_now);
 }
 

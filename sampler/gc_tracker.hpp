@@ -120,7 +120,7 @@ class GcTracker {
   uint64_t ring_addr_ = 0;
   bool active_ = false;
   bool ready_ = false;
-  std::string why_off_;  // set at construction
+  std::string why_off_;     // set at construction
   bool bad_state_ = false;  // the first reading made no sense (why_off() says what it read)
   int32_t bad_enabled_ = 0, bad_collecting_ = 0;
   RecordQueue& queue_;
@@ -135,7 +135,7 @@ class GcTracker {
   Open open_;
   bool closing_ = false;
   int64_t close_at_ = 0;
-  int64_t counts_now_ns_ = 0;  // the poll whose reading close() emits
+  int64_t counts_now_ns_ = 0;      // the poll whose reading close() emits
   uint32_t seq_ = 0;               // collections opened so far: marks a thread as counted in this one
   std::vector<uint32_t> counted_;  // per thread slot: the seq of the collection it was last counted in
 };

@@ -1,6 +1,6 @@
-// The garbage collector on the timeline (issue 9): the sampler's GC tracker driven through fake memory (a 3.11
-// interpreter whose GC state the test edits between polls), the decoding of 3.14's incremental counts and 3.15's
-// ring buffers, the raw lines, the summary, the trace's nesting and the live view's figures.
+// The garbage collector on the timeline (issue 9): the sampler's GC tracker driven through fake memory
+// (a 3.11 interpreter whose GC state the test edits between polls), the decoding of 3.14's incremental counts
+// and 3.15's ring buffers, the raw lines, the summary, the trace's nesting and the live view's figures.
 #include <doctest/doctest.h>
 
 #include <stdlib.h>
@@ -53,7 +53,8 @@ struct GcTarget {
   Interpreter interp;
   int64_t collections[3] = {0, 0, 0}, collected[3] = {0, 0, 0};
 
-  // near_gil: the GC state 512 bytes after the GIL (as in 3.12+'s interpreter struct): read in the GIL's region.
+  // near_gil: the GC state 512 bytes after the GIL (as in 3.12+'s interpreter struct): read in the GIL's
+  // region.
   explicit GcTarget(bool near_gil = false) {
     mem.map(kRuntime, 0x1000);
     mem.map(kInterp, 0x1000);
@@ -81,8 +82,9 @@ struct GcTarget {
     mem.put<uint64_t>(kGil + layout.gil.last_holder, kTstates);  // 100 holds it throughout
     mem.put<uint64_t>(kGil + layout.gil.switch_number, 1);
     for (int g = 0; g < 3; ++g) {
-      mem.put<int32_t>(gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_threshold),
-                       g == 0 ? 700 : 10);
+      mem.put<int32_t>(
+          gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_threshold),
+          g == 0 ? 700 : 10);
     }
     enabled(true);
   }
@@ -91,14 +93,17 @@ struct GcTarget {
   void enabled(bool on) { mem.put<int32_t>(gc(layout.gc.enabled), on ? 1 : 0); }
   void collecting(bool on) { mem.put<int32_t>(gc(layout.gc.collecting), on ? 1 : 0); }
   void count(int g, int32_t n) {
-    mem.put<int32_t>(gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_count), n);
+    mem.put<int32_t>(gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_count),
+                     n);
   }
   // `n` collections of generation g ended, freeing `freed` objects in all.
   void collected_now(int g, int64_t n, int64_t freed) {
     collections[g] += n;
     collected[g] += freed;
-    mem.put<int64_t>(gc(layout.gc.stats + g * layout.gc.stats_stride + layout.gc.stats_collections), collections[g]);
-    mem.put<int64_t>(gc(layout.gc.stats + g * layout.gc.stats_stride + layout.gc.stats_collected), collected[g]);
+    mem.put<int64_t>(gc(layout.gc.stats + g * layout.gc.stats_stride + layout.gc.stats_collections),
+                     collections[g]);
+    mem.put<int64_t>(gc(layout.gc.stats + g * layout.gc.stats_stride + layout.gc.stats_collected),
+                     collected[g]);
   }
 };
 
@@ -131,65 +136,65 @@ std::vector<uint64_t> counted(const std::vector<raw::Record>& events) {
 }  // namespace
 
 TEST_CASE("gc tracker: a collection seen running, its generation from the counter, its waiters") {
- for (const bool near_gil : {false, true}) {
-  CAPTURE(near_gil);
-  GcTarget t(near_gil);
-  ScriptedTasks tasks;
-  RecordQueue q(4096);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
-  tasks.state[101] = TaskState::kGilCond;
-  t.waiters(1);
-  t.count(0, 650);
-  s.poll(1000);
-  t.collecting(true);
-  t.count(0, 0);
-  s.poll(2000);  // began in (1000, 2000): at 1500
-  CHECK(s.activity().collecting);
-  t.collected_now(2, 1, 50);  // the counter moves while `collecting` is still 1
-  s.poll(3000);
-  t.collecting(false);
-  s.poll(4000);  // ended in (3000, 4000): at 3500
-  CHECK_FALSE(s.activity().collecting);
-  t.collected_now(0, 3, 7);  // three collections between two polls
-  s.poll(5000);
-  t.enabled(false);
-  s.poll(6000);
-  // The poll's one read: the GIL (with the GC state when it lies beside it), the last holder's identity word,
-  // and the GC state when it does not.
-  CHECK(t.mem.last_regions() == (near_gil ? 2u : 3u));
-  s.finish(7000);
-  const auto events = drain(q);
+  for (const bool near_gil : {false, true}) {
+    CAPTURE(near_gil);
+    GcTarget t(near_gil);
+    ScriptedTasks tasks;
+    RecordQueue q(4096);
+    ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+    tasks.state[101] = TaskState::kGilCond;
+    t.waiters(1);
+    t.count(0, 650);
+    s.poll(1000);
+    t.collecting(true);
+    t.count(0, 0);
+    s.poll(2000);  // began in (1000, 2000): at 1500
+    CHECK(s.activity().collecting);
+    t.collected_now(2, 1, 50);  // the counter moves while `collecting` is still 1
+    s.poll(3000);
+    t.collecting(false);
+    s.poll(4000);  // ended in (3000, 4000): at 3500
+    CHECK_FALSE(s.activity().collecting);
+    t.collected_now(0, 3, 7);  // three collections between two polls
+    s.poll(5000);
+    t.enabled(false);
+    s.poll(6000);
+    // The poll's one read: the GIL (with the GC state when it lies beside it), the last holder's identity
+    // word, and the GC state when it does not.
+    CHECK(t.mem.last_regions() == (near_gil ? 2u : 3u));
+    s.finish(7000);
+    const auto events = drain(q);
 
-  const auto c = all_of<raw::GcCollection>(events);
-  REQUIRE(c.size() == 1);
-  CHECK(c[0].ts == 1500);
-  CHECK(c[0].dur == 2000);
-  CHECK(c[0].generation == 2);
-  CHECK(c[0].collected == 50);
-  CHECK(c[0].tid == 100);
-  CHECK(c[0].hold_lead == 500);  // 100 was seen holding from the first poll (1000)
-  CHECK(c[0].held_dur == 2000);
-  CHECK(c[0].waiters == 1);
-  CHECK(c[0].wait_ns == 2000);  // 101 waited through it
-  const auto u = all_of<raw::GcUntimed>(events);
-  REQUIRE(u.size() == 1);
-  CHECK(u[0].generation == 0);
-  CHECK(u[0].n == 3);
-  CHECK(u[0].collected == 7);
-  CHECK(u[0].ts == 4000);
-  CHECK(u[0].window == 1000);
-  const auto settings = all_of<raw::GcSettings>(events);
-  REQUIRE(settings.size() == 2);
-  CHECK(settings[0].enabled);
-  CHECK(settings[0].threshold[0] == 700);
-  CHECK_FALSE(settings[1].enabled);
-  CHECK(settings[1].ts == 5500);
-  const auto counts = all_of<raw::GcCounts>(events);
-  REQUIRE(counts.size() >= 3);
-  CHECK(counts[0].count[0] == 650);
-  CHECK(counts[1].count[0] == 0);  // at the start
-  CHECK(counted(events) == std::vector<uint64_t>{3, 0, 1});
- }
+    const auto c = all_of<raw::GcCollection>(events);
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].ts == 1500);
+    CHECK(c[0].dur == 2000);
+    CHECK(c[0].generation == 2);
+    CHECK(c[0].collected == 50);
+    CHECK(c[0].tid == 100);
+    CHECK(c[0].hold_lead == 500);  // 100 was seen holding from the first poll (1000)
+    CHECK(c[0].held_dur == 2000);
+    CHECK(c[0].waiters == 1);
+    CHECK(c[0].wait_ns == 2000);  // 101 waited through it
+    const auto u = all_of<raw::GcUntimed>(events);
+    REQUIRE(u.size() == 1);
+    CHECK(u[0].generation == 0);
+    CHECK(u[0].n == 3);
+    CHECK(u[0].collected == 7);
+    CHECK(u[0].ts == 4000);
+    CHECK(u[0].window == 1000);
+    const auto settings = all_of<raw::GcSettings>(events);
+    REQUIRE(settings.size() == 2);
+    CHECK(settings[0].enabled);
+    CHECK(settings[0].threshold[0] == 700);
+    CHECK_FALSE(settings[1].enabled);
+    CHECK(settings[1].ts == 5500);
+    const auto counts = all_of<raw::GcCounts>(events);
+    REQUIRE(counts.size() >= 3);
+    CHECK(counts[0].count[0] == 650);
+    CHECK(counts[1].count[0] == 0);  // at the start
+    CHECK(counted(events) == std::vector<uint64_t>{3, 0, 1});
+  }
 }
 
 TEST_CASE("gc tracker: back-to-back collections in one stretch are split where the first counter moved") {
@@ -219,7 +224,8 @@ TEST_CASE("gc tracker: back-to-back collections in one stretch are split where t
   CHECK(counted(events) == std::vector<uint64_t>{1, 0, 1});
 }
 
-TEST_CASE("gc tracker: a counter that moved before the stretch was seen, stop callbacks, and the recording's end") {
+TEST_CASE(
+    "gc tracker: a counter that moved before the stretch was seen, stop callbacks, and the recording's end") {
   GcTarget t;
   ScriptedTasks tasks;
   RecordQueue q(4096);
@@ -257,7 +263,9 @@ TEST_CASE("gc tracker: a counter that moved before the stretch was seen, stop ca
   CHECK(counted(events) == std::vector<uint64_t>{2, 1, 0});
 }
 
-TEST_CASE("gc tracker: off with --no-gc, for a layout without a GC state, and for a state that does not look right") {
+TEST_CASE(
+    "gc tracker: off with --no-gc, for a layout without a GC state, and for a state that does not look "
+    "right") {
   GcTarget t;
   ScriptedTasks tasks;
   RecordQueue q(4096);
@@ -286,7 +294,9 @@ TEST_CASE("gc tracker: off with --no-gc, for a layout without a GC state, and fo
   CHECK(all_of<raw::GcCounts>(events).empty());
 }
 
-TEST_CASE("gc sample: 3.14.0-3.14.4's incremental counts follow visited_space; 3.15's stats come from ring buffers") {
+TEST_CASE(
+    "gc sample: 3.14.0-3.14.4's incremental counts follow visited_space; 3.15's stats come from ring "
+    "buffers") {
   layouts::GcLayout inc;
   inc.enabled = 12;
   inc.generations = 24;
@@ -298,11 +308,11 @@ TEST_CASE("gc sample: 3.14.0-3.14.4's incremental counts follow visited_space; 3
   auto put32 = [&](std::vector<uint8_t>& b, uint32_t off, int32_t v) { std::memcpy(b.data() + off, &v, 4); };
   auto put64 = [&](std::vector<uint8_t>& b, uint32_t off, int64_t v) { std::memcpy(b.data() + off, &v, 8); };
   put32(state, 12, 1);
-  put32(state, 24 + 20, 5);       // young.count
-  put32(state, 48 + 20, 6);       // old[0].count
-  put32(state, 72 + 20, 7);       // old[1].count
-  put32(state, 232, 1);           // visited_space: old[1] is being visited
-  put64(state, 120 + 48, 9);      // generation_stats[2].collections
+  put32(state, 24 + 20, 5);   // young.count
+  put32(state, 48 + 20, 6);   // old[0].count
+  put32(state, 72 + 20, 7);   // old[1].count
+  put32(state, 232, 1);       // visited_space: old[1] is being visited
+  put64(state, 120 + 48, 9);  // generation_stats[2].collections
   auto s = decode_gc(state.data(), nullptr, inc);
   CHECK(s.count[0] == 5);
   CHECK(s.count[1] == 7);
@@ -351,11 +361,20 @@ TEST_CASE("gc sample: 3.14.0-3.14.4's incremental counts follow visited_space; 3
 }
 
 TEST_CASE("gc raw lines: each kind round-trips; wrong values are refused naming the event") {
-  const raw::GcCollection c{.tid = 7, .ts = 10, .dur = 20, .generation = 1, .collected = 3, .uncollectable = 1,
-                            .waiters = 2, .wait_ns = 15, .hold_lead = 5, .held_dur = 20};
+  const raw::GcCollection c{.tid = 7,
+                            .ts = 10,
+                            .dur = 20,
+                            .generation = 1,
+                            .collected = 3,
+                            .uncollectable = 1,
+                            .waiters = 2,
+                            .wait_ns = 15,
+                            .hold_lead = 5,
+                            .held_dur = 20};
   CHECK(raw::gc_line(c) == R"(["G",7,10,20,1,3,1,2,15,5,20])");
   auto bad = [](const std::string& why) { return Error(ErrorKind::kCorrupt, "event " + why); };
-  CHECK(std::get<raw::GcCollection>(raw::gc_record_from_json(nlohmann::json::parse(raw::gc_line(c)), bad)) == c);
+  CHECK(std::get<raw::GcCollection>(raw::gc_record_from_json(nlohmann::json::parse(raw::gc_line(c)), bad)) ==
+        c);
   const raw::GcUntimed u{.ts = 1, .window = 2, .generation = 0, .n = 4, .collected = 5, .uncollectable = 0};
   CHECK(std::get<raw::GcUntimed>(raw::gc_record_from_json(nlohmann::json::parse(raw::gc_line(u)), bad)) == u);
   for (const char* wrong : {R"(["G",7,10,20,3,3,1,2,15,5,20])", R"(["G",7,10,20,1,3,1,2,15,5,21])",
@@ -373,8 +392,15 @@ TEST_CASE("gc summary: collections per generation, pauses, waiting during GC, th
   b.add(raw::Wait{.tid = 2, .ts = 0, .dur = 40'000'000});
   b.add(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}});
   b.add(raw::GcCollection{.tid = 1, .ts = 1'000'000, .dur = 1'000'000, .generation = 0, .wait_ns = 0});
-  b.add(raw::GcCollection{.tid = 1, .ts = 10'000'000, .dur = 20'000'000, .generation = 2, .collected = 9,
-                          .waiters = 1, .wait_ns = 10'000'000, .hold_lead = 0, .held_dur = 20'000'000});
+  b.add(raw::GcCollection{.tid = 1,
+                          .ts = 10'000'000,
+                          .dur = 20'000'000,
+                          .generation = 2,
+                          .collected = 9,
+                          .waiters = 1,
+                          .wait_ns = 10'000'000,
+                          .hold_lead = 0,
+                          .held_dur = 20'000'000});
   b.add(raw::GcUntimed{.ts = 40'000'000, .window = 100, .generation = 0, .n = 5, .collected = 1});
   b.add(raw::GcSettings{.ts = 60'000'000, .enabled = false, .threshold = {700, 10, 10}});
   b.set_end(100'000'000);
@@ -397,7 +423,8 @@ TEST_CASE("gc summary: collections per generation, pauses, waiting during GC, th
   CHECK(none.to_json(10000, {})["gc"].is_null());  // never read: null, not zeros
 }
 
-TEST_CASE("gc trace: the gc slice nests inside its hold_gil in double arithmetic, far from the clock's origin") {
+TEST_CASE(
+    "gc trace: the gc slice nests inside its hold_gil in double arithmetic, far from the clock's origin") {
   // Parent and child ending on the same ns at an offset where the doubles' steps are coarse.
   for (int64_t base : {int64_t{0}, int64_t{4'059'637'649'000}, int64_t{987'654'321'987'654}}) {
     for (int64_t k = 0; k < 200; ++k) {
@@ -405,21 +432,25 @@ TEST_CASE("gc trace: the gc slice nests inside its hold_gil in double arithmetic
       const int64_t end = gilspy::convert::nested_end_ns(ps, cs, ce);
       CHECK(end <= ce);
       CHECK(end >= ce - 3);
-      const std::string text =
-          R"({"traceEvents":[{"ph":"X","name":"hold_gil","pid":1,"tid":2,"ts":)" + gilspy::convert::format_us(ps) +
-          R"(,"dur":)" + gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(ps, ce)) +
-          R"(},{"ph":"X","name":"gc","pid":1,"tid":2,"ts":)" + gilspy::convert::format_us(cs) + R"(,"dur":)" +
-          gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(cs, end)) +
-          R"(},{"ph":"I","s":"t","name":"drop_gil","pid":1,"tid":2,"ts":)" + gilspy::convert::format_us(ce) + "}]}";
+      const std::string text = R"({"traceEvents":[{"ph":"X","name":"hold_gil","pid":1,"tid":2,"ts":)" +
+                               gilspy::convert::format_us(ps) + R"(,"dur":)" +
+                               gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(ps, ce)) +
+                               R"(},{"ph":"X","name":"gc","pid":1,"tid":2,"ts":)" +
+                               gilspy::convert::format_us(cs) + R"(,"dur":)" +
+                               gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(cs, end)) +
+                               R"(},{"ph":"I","s":"t","name":"drop_gil","pid":1,"tid":2,"ts":)" +
+                               gilspy::convert::format_us(ce) + "}]}";
       const auto r = gilspy::test::check_chrome_trace(text);
       CHECK_MESSAGE(r.ok(), (r.problems.empty() ? "" : r.problems[0]));
     }
   }
 }
 
-TEST_CASE("gc top: collections and pauses per window and since start, waiting shares against the threads' waits") {
+TEST_CASE(
+    "gc top: collections and pauses per window and since start, waiting shares against the threads' waits") {
   top::TopModel m(0);
-  m.add_process({.id = 1, .pid = 42, .command = "python x.py", .python_version = "3.12.1", .rank = 0, .start_ns = 0});
+  m.add_process(
+      {.id = 1, .pid = 42, .command = "python x.py", .python_version = "3.12.1", .rank = 0, .start_ns = 0});
   m.thread_started(1, 42, "MainThread", 0);
   m.thread_started(1, 43, "worker", 0);
   m.wait(1, 43, 0, 400'000'000);
@@ -444,7 +475,8 @@ TEST_CASE("gc top: collections and pauses per window and since start, waiting sh
   CHECK(snap.processes[0].interval.gc->timed == 0);
   CHECK(snap.processes[0].total.gc->collections[0] == 12);
   top::TopModel quiet(0);
-  quiet.add_process({.id = 1, .pid = 42, .command = "", .python_version = "3.12.1", .rank = 0, .start_ns = 0});
+  quiet.add_process(
+      {.id = 1, .pid = 42, .command = "", .python_version = "3.12.1", .rank = 0, .start_ns = 0});
   CHECK_FALSE(quiet.snapshot(1'000'000'000).processes[0].interval.gc.has_value());  // the GC was never read
   quiet.gc_settings(1, false, 1'100'000'000);  // read, disabled, nothing collected: a row that says so
   const auto disabled = quiet.snapshot(2'000'000'000).processes[0].interval.gc;
@@ -472,12 +504,23 @@ TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC l
     w.write(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {2000, 10, 10}});
     w.write(raw::GcCounts{.ts = 10, .count = {5, 1, 0}});
     // Ends with the hold: the collection lasts to the hold's last nanosecond.
-    w.write(raw::GcCollection{.tid = 1, .ts = 3'000'123, .dur = 10'597'362, .generation = 2, .collected = 10,
-                              .waiters = 1, .wait_ns = 9'000'000, .hold_lead = 2'000'000, .held_dur = 10'597'362});
+    w.write(raw::GcCollection{.tid = 1,
+                              .ts = 3'000'123,
+                              .dur = 10'597'362,
+                              .generation = 2,
+                              .collected = 10,
+                              .waiters = 1,
+                              .wait_ns = 9'000'000,
+                              .hold_lead = 2'000'000,
+                              .held_dur = 10'597'362});
     w.write(raw::Hold{.tid = 1, .ts = 1'000'123, .dur = 12'597'362});
     w.write(raw::Wait{.tid = 2, .ts = 2'000'000, .dur = 11'597'485});
     // The collector dropped the GIL half way (a finalizer): the thread's slice ends with its hold.
-    w.write(raw::GcCollection{.tid = 2, .ts = 14'000'000, .dur = 4'000'000, .generation = 1, .hold_lead = 0,
+    w.write(raw::GcCollection{.tid = 2,
+                              .ts = 14'000'000,
+                              .dur = 4'000'000,
+                              .generation = 1,
+                              .hold_lead = 0,
                               .held_dur = 2'000'000});
     w.write(raw::Hold{.tid = 2, .ts = 14'000'000, .dur = 2'000'000});
     w.write(raw::GcUntimed{.ts = 20'000'000, .window = 100'000, .generation = 0, .n = 3, .collected = 2});
@@ -522,20 +565,27 @@ TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC l
   fs::remove_all(dir, ec);
 }
 
-TEST_CASE("gc summary lines: the GC row of record's summary, the long collections, and why the GC was not read") {
+TEST_CASE(
+    "gc summary lines: the GC row of record's summary, the long collections, and why the GC was not read") {
   raw::SummaryBuilder b;
   b.gc().set_list_threshold(10'000'000);
   b.add(raw::Wait{.tid = 2, .ts = 0, .dur = 100'000'000});
   b.add(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}});
-  b.add(raw::GcCollection{.tid = 1, .ts = 2'345'000'000, .dur = 130'000'000, .generation = 2, .collected = 77,
-                          .waiters = 3, .wait_ns = 50'000'000});
+  b.add(raw::GcCollection{.tid = 1,
+                          .ts = 2'345'000'000,
+                          .dur = 130'000'000,
+                          .generation = 2,
+                          .collected = 77,
+                          .waiters = 3,
+                          .wait_ns = 50'000'000});
   b.add(raw::GcCollection{.tid = 1, .ts = 3'000'000'000, .dur = 400'000, .generation = 0});
   b.add(raw::GcUntimed{.ts = 3'100'000'000, .window = 100, .generation = 0, .n = 40});
   b.set_end(10'000'000'000);
   std::string out;
   gilspy::cli::gc_summary_lines(out, b, "");
   CAPTURE(out);
-  CHECK(out.find("GC: 42 collections (gen0 41, gen1 0, gen2 1); 2 timed, 40 too short to time") != std::string::npos);
+  CHECK(out.find("GC: 42 collections (gen0 41, gen1 0, gen2 1); 2 timed, 40 too short to time") !=
+        std::string::npos);
   CHECK(out.find("longest 130.0 ms (gen 2 at 2.345 s)") != std::string::npos);
   CHECK(out.find("50.0 % of all GIL waiting happened during collections") != std::string::npos);
   CHECK(out.find("GC collections of 10.0 ms or longer: 1") != std::string::npos);
@@ -554,14 +604,15 @@ class TextOut final : public gilspy::convert::TraceOut {
   void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
              std::string_view args) override {
     add(std::string(R"({"ph":"X","name":")") + std::string(name) + R"(","pid":)" + std::to_string(pid) +
-        R"(,"tid":)" + std::to_string(tid) + R"(,"ts":)" + gilspy::convert::format_us(start_ns) + R"(,"dur":)" +
-        gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(start_ns, end_ns)) + R"(,"args":)" +
-        std::string(args) + "}");
+        R"(,"tid":)" + std::to_string(tid) + R"(,"ts":)" + gilspy::convert::format_us(start_ns) +
+        R"(,"dur":)" + gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(start_ns, end_ns)) +
+        R"(,"args":)" + std::string(args) + "}");
   }
-  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view args) override {
-    add(std::string(R"({"ph":"I","s":"t","name":")") + std::string(name) + R"(","pid":)" + std::to_string(pid) +
-        R"(,"tid":)" + std::to_string(tid) + R"(,"ts":)" + gilspy::convert::format_us(ts_ns) + R"(,"args":)" +
-        std::string(args) + "}");
+  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
+               std::string_view args) override {
+    add(std::string(R"({"ph":"I","s":"t","name":")") + std::string(name) + R"(","pid":)" +
+        std::to_string(pid) + R"(,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
+        gilspy::convert::format_us(ts_ns) + R"(,"args":)" + std::string(args) + "}");
   }
   void counter(std::string_view, int64_t, int64_t, std::string_view) override {}
   void metadata(std::string_view, int64_t, int64_t, int64_t, std::string_view, std::string_view) override {}
@@ -572,7 +623,8 @@ class TextOut final : public gilspy::convert::TraceOut {
 
 }  // namespace
 
-TEST_CASE("gc tracker: random collecting flags and counter moves: every move counted once, a GC lane that reads") {
+TEST_CASE(
+    "gc tracker: random collecting flags and counter moves: every move counted once, a GC lane that reads") {
   uint64_t seed = 0x9E3779B97F4A7C15ull;
   auto rnd = [&](uint64_t n) {
     seed ^= seed << 13;
@@ -606,8 +658,8 @@ TEST_CASE("gc tracker: random collecting flags and counter moves: every move cou
     const auto got = counted(events);
     const std::vector<uint64_t> want{static_cast<uint64_t>(moved[0]), static_cast<uint64_t>(moved[1]),
                                      static_cast<uint64_t>(moved[2])};
-    CHECK_MESSAGE(got == want, "run " << run << ": counted " << got[0] << "/" << got[1] << "/" << got[2] << ", moved " << moved[0]
-                         << "/" << moved[1] << "/" << moved[2]);
+    CHECK_MESSAGE(got == want, "run " << run << ": counted " << got[0] << "/" << got[1] << "/" << got[2]
+                                      << ", moved " << moved[0] << "/" << moved[1] << "/" << moved[2]);
     TextOut out;
     gilspy::convert::GcLanes lanes;
     lanes.begin(out, 1, 0);
@@ -616,8 +668,8 @@ TEST_CASE("gc tracker: random collecting flags and counter moves: every move cou
       CHECK(c.ts >= last_end);  // in order, never overlapping
       last_end = c.ts + c.dur;
       CHECK(c.held_dur <= c.dur);
-      lanes.collection(raw::GcCollection{c.tid, c.ts, c.dur, c.generation, c.collected, c.uncollectable, c.waiters,
-                                         c.wait_ns, -1, 0});  // the GC lane only: no holds here
+      lanes.collection(raw::GcCollection{c.tid, c.ts, c.dur, c.generation, c.collected, c.uncollectable,
+                                         c.waiters, c.wait_ns, -1, 0});  // the GC lane only: no holds here
     }
     for (const auto& u : all_of<raw::GcUntimed>(events)) lanes.untimed(u);
     const auto r = gilspy::test::check_chrome_trace(R"({"traceEvents":[)" + out.events + "]}");
