@@ -35,7 +35,8 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
          "--poller-anywhere", a.anywhere,
          "Let the poll thread run on any CPU, the GIL holder's too (for measuring what placement saves)")
       ->group("");  // hidden: a benchmark knob, not a user setting
-  cmd.add_flag("--no-gc", a.no_gc, "Do not read the garbage collector's state (for measuring what reading it costs)")
+  cmd.add_flag("--no-gc", a.no_gc,
+               "Do not read the garbage collector's state (for measuring what reading it costs)")
       ->group("");  // hidden: a benchmark knob (bench/cost.py --gc-cost)
   cmd.add_option("--attach-timeout", a.attach_timeout_s,
                  "Seconds to wait for a launched program's interpreter to start")

@@ -155,7 +155,8 @@ class EventWriterOut final : public TraceOut {
              std::string_view args) override {
     w_.slice(name, pid, tid, start_ns, end_ns, args);
   }
-  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view args) override {
+  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
+               std::string_view args) override {
     w_.instant(name, pid, tid, ts_ns, args);
   }
   void counter(std::string_view name, int64_t pid, int64_t ts_ns, std::string_view args) override {

@@ -59,19 +59,19 @@ struct GcLayout {
   Off collecting = 200;     // int
   int generations_count = 3;
   // Appended for the GC timeline (sampler/gc_tracker.hpp): the other two counters of each stats entry.
-  Off stats_collected = 8;      // Py_ssize_t
-  Off stats_uncollectable = 16; // Py_ssize_t
+  Off stats_collected = 8;       // Py_ssize_t
+  Off stats_uncollectable = 16;  // Py_ssize_t
   // 3.14.0-3.14.4 ship an incremental collector: generations[] are `young` and `old[2]`, and gc.get_count()
   // shows young, old[visited_space], old[visited_space ^ 1]. Same offsets as 3.14.5+'s generations[3];
   // only Py_Version tells the two apart.
   bool incremental = false;
-  Off visited_space = 0;        // int, incremental only
-  // Where each generation's stats entry is. kInline: generation_stats[3] at `stats` (3.8-3.14). kRing (3.15+):
-  // `stats` is the offset of a pointer (gc->generation_stats) to a struct gc_stats holding one ring buffer per
-  // generation whose entry at the buffer's index carries the cumulative counters (stats_stride and the
-  // stats_* offsets then describe that entry).
+  Off visited_space = 0;  // int, incremental only
+  // Where each generation's stats entry is. kInline: generation_stats[3] at `stats` (3.8-3.14). kRing
+  // (3.15+): `stats` is the offset of a pointer (gc->generation_stats) to a struct gc_stats holding one ring
+  // buffer per generation whose entry at the buffer's index carries the cumulative counters (stats_stride and
+  // the stats_* offsets then describe that entry).
   GcStatsHome stats_home = GcStatsHome::kInline;
-  Off ring_size = 0;            // sizeof(struct gc_stats)
+  Off ring_size = 0;               // sizeof(struct gc_stats)
   Off ring_buffer[3] = {0, 0, 0};  // each generation's buffer (its items[]) inside struct gc_stats
   int ring_items[3] = {0, 0, 0};   // entries per buffer
   Off ring_index[3] = {0, 0, 0};   // the buffer's int8_t index (the newest entry) inside struct gc_stats

@@ -226,8 +226,9 @@ bool ProcessSampler::poll(int64_t t_now) {
   // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
   //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
   size_t nregions = 0;
-  regions_[nregions++] = span_bytes_.empty() ? ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()}
-                                             : ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()};
+  regions_[nregions++] = span_bytes_.empty()
+                             ? ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()}
+                             : ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()};
   const bool watching = watched_ >= 0 && tracks_[watched_].active;
   if (watching) regions_[nregions++] = {walker_.identity_addr(tracks_[watched_].ref), &watched_word_, 8};
   const size_t core = nregions;  // then the GC state, in the same read
@@ -259,8 +260,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   unreadable_since_ns_ = -1;
   counters_.polls.fetch_add(1, std::memory_order_relaxed);
-  const GilSample g =
-      decode_gil(span_bytes_.empty() ? gil_bytes_.data() : span_bytes_.data() + gil_in_span_, interp_.layout.gil);
+  const GilSample g = decode_gil(span_bytes_.empty() ? gil_bytes_.data() : span_bytes_.data() + gil_in_span_,
+                                 interp_.layout.gil);
   if (!started_) {
     prev_ = g;
     t_prev_ = t_now;

@@ -71,7 +71,7 @@ struct SamplerCounters {
 
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
-  bool read_gc = true;                   // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
+  bool read_gc = true;                  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
 };
 
 class ProcessSampler {

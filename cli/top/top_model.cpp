@@ -90,7 +90,8 @@ void TopModel::stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, s
   if (!extra.empty()) p.extra = std::move(extra);
 }
 
-void TopModel::gc_collection(uint32_t id, int32_t generation, int64_t ts_ns, int64_t dur_ns, int64_t wait_ns) {
+void TopModel::gc_collection(uint32_t id, int32_t generation, int64_t ts_ns, int64_t dur_ns,
+                             int64_t wait_ns) {
   Process& p = process(id);
   p.note(ts_ns);
   p.gc.collection(generation, dur_ns, wait_ns);

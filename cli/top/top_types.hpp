@@ -59,8 +59,8 @@ struct ThreadRow {
 // The garbage collector over one period (issue 9; cli/top/gc_account.hpp): a collection counts in the period
 // it ended in.
 struct GcFigures {
-  uint64_t collections[3] = {0, 0, 0};  // per generation, timed or counted between two polls
-  uint64_t timed = 0;                   // of them, seen running
+  uint64_t collections[3] = {0, 0, 0};   // per generation, timed or counted between two polls
+  uint64_t timed = 0;                    // of them, seen running
   int64_t pause_ns = 0, longest_ns = 0;  // the timed ones
   double time_share = 0;                 // pause_ns / the period
   std::optional<double> wait_share;      // GIL waiting during collections / all GIL waiting; empty: none

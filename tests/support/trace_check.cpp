@@ -51,7 +51,8 @@ class Checker {
       dur = d->get<double>();
       if (!(dur >= 0)) return problem(fmt::format("event #{}: negative dur {}", i, dur));
     }
-    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back({ts->get<double>(), dur, i, p == "X" && dur > 0});
+    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back(
+        {ts->get<double>(), dur, i, p == "X" && dur > 0});
     ++result.events;
   }
 
@@ -73,14 +74,15 @@ class Checker {
         if (!open.empty()) {
           const LaneEvent& a = *open.back();
           const double a_end = a.ts + a.dur;  // what a JavaScript viewer computes
-          // A slice may lie wholly inside another (DevTools nests it); one that starts inside and ends after it
-          // is dropped, and an instant inside a slice is not where gilspy means it.
+          // A slice may lie wholly inside another (DevTools nests it); one that starts inside and ends after
+          // it is dropped, and an instant inside a slice is not where gilspy means it.
           if (!b.slice || b.ts + b.dur > a_end) {
-            problem(fmt::format("lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} "
-                                "({}{})",
-                                lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end,
-                                b.ts, events[b.index].value("name", "?"),
-                                b.slice ? ", which starts inside it and ends after it" : ", an instant inside it"));
+            problem(fmt::format(
+                "lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} "
+                "({}{})",
+                lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end, b.ts,
+                events[b.index].value("name", "?"),
+                b.slice ? ", which starts inside it and ends after it" : ", an instant inside it"));
             continue;
           }
         }

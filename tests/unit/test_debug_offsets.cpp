@@ -94,8 +94,8 @@ Blob blob_3_14(const Values14& v, uint64_t version = kV3_14_0) {
 namespace p13 {
 constexpr size_t interpreters_head = 40, interp_id = 56, interp_next = 64, interp_threads_head = 72,
                  interp_gc = 80, interp_ceval_gil = 112, interp_gil = 120, interp_gil_locked = 136,
-                 interp_gil_holder = 144, tstate_prev = 160, tstate_next = 168, tstate_interp = 176, tstate_thread_id = 192,
-                 tstate_native_thread_id = 200, gc_size = 568, gc_collecting = 576;
+                 interp_gil_holder = 144, tstate_prev = 160, tstate_next = 168, tstate_interp = 176,
+                 tstate_thread_id = 192, tstate_native_thread_id = 200, gc_size = 568, gc_collecting = 576;
 }  // namespace p13
 
 constexpr uint64_t kGil3_13 = 7752;  // offsetof(PyInterpreterState, _gil) in pyenv's 3.13.0
@@ -214,10 +214,12 @@ TEST_CASE("3.14 layout built from the debug offsets") {
   CHECK(l.gc.stats_home == gl::GcStatsHome::kInline);
 }
 
-TEST_CASE("3.14 GC state: Py_Version tells the incremental collector (3.14.0-3.14.4) from the generational one") {
+TEST_CASE(
+    "3.14 GC state: Py_Version tells the incremental collector (3.14.0-3.14.4) from the generational one") {
   Values14 v;
   v.gc_size = 264;
-  const gl::Layout g = gl::resolve_layout(gilspy::elf::version_from_hex(0x030E0AF0), blob_3_14(v, 0x030E0AF0).span());
+  const gl::Layout g =
+      gl::resolve_layout(gilspy::elf::version_from_hex(0x030E0AF0), blob_3_14(v, 0x030E0AF0).span());
   REQUIRE(g.gc.known);
   CHECK_FALSE(g.gc.incremental);
   CHECK(g.gc.generations == 24);
@@ -225,11 +227,13 @@ TEST_CASE("3.14 GC state: Py_Version tells the incremental collector (3.14.0-3.1
   CHECK(g.gc.collecting == 192);
   // 3.14.5's block claiming 3.14.4's size (or the reverse): the collector is not guessed.
   v.gc_size = 240;
-  const gl::Layout bad = gl::resolve_layout(gilspy::elf::version_from_hex(0x030E05F0), blob_3_14(v, 0x030E05F0).span());
+  const gl::Layout bad =
+      gl::resolve_layout(gilspy::elf::version_from_hex(0x030E05F0), blob_3_14(v, 0x030E05F0).span());
   CHECK_FALSE(bad.gc.known);
   CHECK(std::string(bad.gc.why_unknown).find("generational") != std::string::npos);
   v.gc_size = 264;
-  const gl::Layout bad4 = gl::resolve_layout(gilspy::elf::version_from_hex(0x030E04F0), blob_3_14(v, 0x030E04F0).span());
+  const gl::Layout bad4 =
+      gl::resolve_layout(gilspy::elf::version_from_hex(0x030E04F0), blob_3_14(v, 0x030E04F0).span());
   CHECK_FALSE(bad4.gc.known);
   CHECK(bad4.gil.locked == 16);  // the GIL is still read
 }

@@ -49,7 +49,8 @@ constexpr size_t interp_size = 0x30, interp_id = 0x38, interp_next = 0x40, inter
                  interp_gil_locked = 0x90, interp_gil_holder = 0x98;
 constexpr size_t tstate_size = 0xb0, tstate_prev = 0xb8, tstate_next = 0xc0, tstate_interp = 0xc8,
                  tstate_thread_id = 0xf0, tstate_native_thread_id = 0xf8, tstate_holds_gil = 0x110;
-constexpr size_t gc_size = 0x2f0, gc_collecting = 0x2f8, gc_generation_stats_size = 0x308, gc_generation_stats = 0x310;
+constexpr size_t gc_size = 0x2f0, gc_collecting = 0x2f8, gc_generation_stats_size = 0x308,
+                 gc_generation_stats = 0x310;
 constexpr size_t block_end = 0x378;  // sizeof(_Py_DebugOffsets) in 3.15
 }  // namespace p15
 

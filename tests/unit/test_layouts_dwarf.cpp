@@ -232,7 +232,8 @@ void check_layout(const Layout& l, const Install& install) {
          d.size_of("gc_generation_stats"));
   expect(v, "gc.stats_collections", l.gc.stats_collections, d.offset_of("gc_generation_stats", "collections"));
   expect(v, "gc.stats_collected", l.gc.stats_collected, d.offset_of("gc_generation_stats", "collected"));
-  expect(v, "gc.stats_uncollectable", l.gc.stats_uncollectable, d.offset_of("gc_generation_stats", "uncollectable"));
+  expect(v, "gc.stats_uncollectable", l.gc.stats_uncollectable,
+         d.offset_of("gc_generation_stats", "uncollectable"));
   CHECK_FALSE(l.gc.incremental);
   CHECK(l.gc.stats_home == gilspy::layouts::GcStatsHome::kInline);
   // generations[generations_count] is followed by `generation0`; generation_stats[] ends before `collecting`.

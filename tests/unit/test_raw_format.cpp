@@ -83,10 +83,20 @@ std::vector<raw::Record> sample_records() {
   // The garbage collector's kinds (format_version 3).
   v.push_back(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}});
   v.push_back(raw::GcCounts{.ts = 5, .count = {123, 4, 5}});
-  v.push_back(raw::GcCollection{.tid = 31337, .ts = 100, .dur = 800, .generation = 2, .collected = 4096,
-                                .uncollectable = 1, .waiters = 1, .wait_ns = 700, .hold_lead = 80, .held_dur = 800});
-  v.push_back(raw::GcCollection{.tid = 0, .ts = 1200, .dur = 50, .generation = -1, .hold_lead = -1, .held_dur = 0});
-  v.push_back(raw::GcUntimed{.ts = 950, .window = 100, .generation = 0, .n = 2, .collected = 7, .uncollectable = 0});
+  v.push_back(raw::GcCollection{.tid = 31337,
+                                .ts = 100,
+                                .dur = 800,
+                                .generation = 2,
+                                .collected = 4096,
+                                .uncollectable = 1,
+                                .waiters = 1,
+                                .wait_ns = 700,
+                                .hold_lead = 80,
+                                .held_dur = 800});
+  v.push_back(
+      raw::GcCollection{.tid = 0, .ts = 1200, .dur = 50, .generation = -1, .hold_lead = -1, .held_dur = 0});
+  v.push_back(
+      raw::GcUntimed{.ts = 950, .window = 100, .generation = 0, .n = 2, .collected = 7, .uncollectable = 0});
   v.push_back(raw::GcSettings{.ts = 1500, .enabled = false, .threshold = {700, 10, 10}});
   return v;
 }
