@@ -180,15 +180,15 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
 }
 
 void print_target_summary(const FinishedTarget& done, const SummaryOptions& o) {
-  const SummaryInput in{
-      .pid = done.target.pid,
-      .rank = done.target.rank,
-      .python_version = done.target.interp->binary.version.text(),
-      .raw_path = done.raw_path,
-      .trace_path = done.trace_path,
-      .summary = done.summary,
-      .loop = done.figures,
-      .gc_why_off = done.target.sampler != nullptr ? done.target.sampler->gc().why_off() : ""};
+  const std::string gc_off = done.target.sampler != nullptr ? done.target.sampler->gc().why_off() : "";
+  const SummaryInput in{.pid = done.target.pid,
+                        .rank = done.target.rank,
+                        .python_version = done.target.interp->binary.version.text(),
+                        .raw_path = done.raw_path,
+                        .trace_path = done.trace_path,
+                        .summary = done.summary,
+                        .loop = done.figures,
+                        .gc_why_off = gc_off};
   std::fputs(format_target_summary(in, o).c_str(), stdout);
   std::fflush(stdout);
 }

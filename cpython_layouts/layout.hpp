@@ -66,10 +66,10 @@ struct GcLayout {
   // only Py_Version tells the two apart.
   bool incremental = false;
   Off visited_space = 0;  // int, incremental only
-  // Where each generation's stats entry is. kInline: generation_stats[3] at `stats` (3.8-3.14). kRing
-  // (3.15+): `stats` is the offset of a pointer (gc->generation_stats) to a struct gc_stats holding one ring
-  // buffer per generation whose entry at the buffer's index carries the cumulative counters (stats_stride and
-  // the stats_* offsets then describe that entry).
+  // Where each generation's stats entry is. kInline: generation_stats[3] at `stats` (3.8-3.14).
+  // kRing (3.15+): `stats` is the offset of a pointer (gc->generation_stats) to a struct gc_stats holding
+  // one ring buffer per generation whose entry at the buffer's index carries the cumulative counters
+  // (stats_stride and the stats_* offsets then describe that entry).
   GcStatsHome stats_home = GcStatsHome::kInline;
   Off ring_size = 0;               // sizeof(struct gc_stats)
   Off ring_buffer[3] = {0, 0, 0};  // each generation's buffer (its items[]) inside struct gc_stats

@@ -85,18 +85,10 @@ std::optional<std::string> record_line(const Record& r) {
             if (x.ns_tid != 0) a.push_back(x.ns_tid);
             return a.dump(-1, ' ', false, json::error_handler_t::replace);
           },
-          [](const Hold& x) -> std::optional<std::string> {
-            return json::array({"H", x.tid, x.ts, x.dur}).dump();
-          },
-          [](const Wait& x) -> std::optional<std::string> {
-            return json::array({"W", x.tid, x.ts, x.dur}).dump();
-          },
-          [](const Waiters& x) -> std::optional<std::string> {
-            return json::array({"N", x.ts, x.n}).dump();
-          },
-          [](const ThreadEnd& x) -> std::optional<std::string> {
-            return json::array({"E", x.tid, x.ts}).dump();
-          },
+          [](const Hold& x) -> std::optional<std::string> { return json::array({"H", x.tid, x.ts, x.dur}).dump(); },
+          [](const Wait& x) -> std::optional<std::string> { return json::array({"W", x.tid, x.ts, x.dur}).dump(); },
+          [](const Waiters& x) -> std::optional<std::string> { return json::array({"N", x.ts, x.n}).dump(); },
+          [](const ThreadEnd& x) -> std::optional<std::string> { return json::array({"E", x.tid, x.ts}).dump(); },
           [](const Stats& x) -> std::optional<std::string> {
             return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total}).dump();
           },

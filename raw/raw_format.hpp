@@ -1,7 +1,8 @@
 #pragma once
-// The raw recording format (docs/raw-format.md explains it for users; the record kinds are raw/records.hpp).
-// One file per target process, `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format,
-// whose second line is the metadata, then one event per line, then the summary:
+// The raw recording format (docs/raw-format.md explains it for users; the record kinds are raw/records.hpp). One
+// file per target process,
+// `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format, whose second line is the
+// metadata, then one event per line, then the summary:
 //
 //   {"format":"gilspy-raw","format_version":3,
 //   "meta":{...},
@@ -19,17 +20,17 @@
 //   "summary":{...}}
 //
 // ts and dur are integers, nanoseconds; ts counts from meta.clock.monotonic_ns (CLOCK_MONOTONIC at the start,
-// taken together with meta.clock.realtime_ns, CLOCK_REALTIME, so a reader can place events on the Unix
-// epoch). Events of one thread come in time order; events of different threads may interleave out of order
-// (an interval is written when it ends). ThreadState records are not stored. The file is written under
+// taken together with meta.clock.realtime_ns, CLOCK_REALTIME, so a reader can place events on the Unix epoch).
+// Events of one thread come in time order; events of different threads may interleave out of order (an
+// interval is written when it ends). ThreadState records are not stored. The file is written under
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
-// Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (2 files read the same); the reader
-// accepts every version up to kFormatVersion, says which one it read (ReadResult::format_version), and
-// refuses newer files by name. A line longer than its kind needs is read (fields are only appended), so new
-// counters at the end of "S" need no new version; a new stored kind does (older readers reject unknown
-// kinds).
+// Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (2 files read the same);
+// the reader accepts every version up to kFormatVersion,
+// says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
+// kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
+// stored kind does (older readers reject unknown kinds).
 #include <cstdint>
 #include <cstdio>
 #include <functional>

@@ -1,9 +1,9 @@
 // What one poll costs, with and without reading the garbage collector's state (issue 9), measured on a live
 // target without the poll loop's schedule: two ProcessSamplers on the same process (SamplerOptions::read_gc
-// true / false), polled back to back in alternating batches; per batch the thread CPU time and the wall time per
-// poll. Back-to-back polls are the sustained rate's ceiling: 1 / (CPU time per poll) polls per second of one
-// core. CPU time leaves out the time the machine gave to others (this machine is shared), so the medians of
-// many short alternating batches compare the two variants fairly.
+// true / false), polled back to back in alternating batches; per batch the thread CPU time and the wall time
+// per poll. Back-to-back polls are the sustained rate's ceiling: 1 / (CPU time per poll) polls per second of
+// one core. CPU time leaves out the time the machine gave to others (this machine is shared), so the medians
+// of many short alternating batches compare the two variants fairly.
 //
 // usage: gilspy_poll_cost PID [BATCHES [POLLS_PER_BATCH]]   (root or CAP_SYS_PTRACE, like gilspy)
 #include <time.h>
@@ -60,10 +60,12 @@ int main(int argc, char** argv) {
     Variant with("with GC", in, reader, true), without("without (--no-gc)", in, reader, false);
     raw::TargetRecord sink;
     for (int b = 0; b < batches; ++b) {
-      for (Variant* v : (b % 2 == 0 ? std::vector<Variant*>{&with, &without} : std::vector<Variant*>{&without, &with})) {
+      for (Variant* v :
+           (b % 2 == 0 ? std::vector<Variant*>{&with, &without} : std::vector<Variant*>{&without, &with})) {
         const int64_t c0 = thread_cpu_ns(), w0 = sampler::monotonic_ns();
         for (int i = 0; i < polls; ++i) {
-          if (!v->sampler.poll(sampler::monotonic_ns())) throw Error(ErrorKind::kNoSuchProcess, "the target is gone");
+          if (!v->sampler.poll(sampler::monotonic_ns()))
+            throw Error(ErrorKind::kNoSuchProcess, "the target is gone");
         }
         v->cpu.push_back(static_cast<double>(thread_cpu_ns() - c0) / polls);
         v->wall.push_back(static_cast<double>(sampler::monotonic_ns() - w0) / polls);
@@ -76,15 +78,17 @@ int main(int argc, char** argv) {
                 with.sampler.gc().why_off().empty() ? "read" : with.sampler.gc().why_off().c_str());
     std::printf("  %-20s %12s %12s %16s\n", "", "CPU ns/poll", "wall ns/poll", "polls/s of a core");
     for (Variant* v : {&with, &without}) {
-      std::printf("  %-20s %12.0f %12.0f %16.0f\n", v->name, median(v->cpu), median(v->wall), 1e9 / median(v->cpu));
+      std::printf("  %-20s %12.0f %12.0f %16.0f\n", v->name, median(v->cpu), median(v->wall),
+                  1e9 / median(v->cpu));
     }
     std::vector<double> ratio;  // per batch pair: with / without, CPU per poll
     for (size_t i = 0; i < with.cpu.size(); ++i) ratio.push_back(with.cpu[i] / without.cpu[i]);
     std::sort(ratio.begin(), ratio.end());
-    std::printf("  CPU per poll, with / without: median %+.2f %% (quartiles %+.2f .. %+.2f %%): the sustained rate's "
-                "ceiling changes by %+.2f %%\n",
-                100 * (median(ratio) - 1), 100 * (ratio[ratio.size() / 4] - 1), 100 * (ratio[3 * ratio.size() / 4] - 1),
-                100 * (1 / median(ratio) - 1));
+    std::printf(
+        "  CPU per poll, with / without: median %+.2f %% (quartiles %+.2f .. %+.2f %%): the sustained rate's "
+        "ceiling changes by %+.2f %%\n",
+        100 * (median(ratio) - 1), 100 * (ratio[ratio.size() / 4] - 1),
+        100 * (ratio[3 * ratio.size() / 4] - 1), 100 * (1 / median(ratio) - 1));
   } catch (const Error& e) {
     std::fprintf(stderr, "gilspy_poll_cost: %s\n", e.what());
     return 1;

@@ -74,8 +74,8 @@ class Checker {
         if (!open.empty()) {
           const LaneEvent& a = *open.back();
           const double a_end = a.ts + a.dur;  // what a JavaScript viewer computes
-          // A slice may lie wholly inside another (DevTools nests it); one that starts inside and ends after
-          // it is dropped, and an instant inside a slice is not where gilspy means it.
+          // A slice may lie wholly inside another (DevTools nests it); one that starts inside and ends
+          // after it is dropped, and an instant inside a slice is not where gilspy means it.
           if (!b.slice || b.ts + b.dur > a_end) {
             problem(fmt::format(
                 "lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} "
