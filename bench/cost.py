@@ -455,7 +455,7 @@ def sustain(python, workload, args):
     return {"python": wl.ready["python"], "workload": workload, "threads": len(wl.ready["threads"]), "rows": rows}
 
 
-GC_COST_RATES = [(10000, False), (200000, True)]
+GC_COST_RATES = [(None, False), (10000, False), (200000, True)]  # None: the default (adaptive, CPU budget)
 
 
 def gc_cost(python, workload, args):
@@ -501,7 +501,8 @@ def print_gc_cost(res):
             continue
         ratios = sorted(p["gc"]["rate"] / p["no-gc"]["rate"] for p in ok)
         med = statistics.median
-        print(f"   {r['rate']:>9} {'busy' if r['busy'] else 'sleep':<6} {med([p['gc']['rate'] for p in ok]):>9.0f} "
+        print(f"   {r['rate'] or 'adaptive':>9} {'busy' if r['busy'] else 'sleep':<6} "
+              f"{med([p['gc']['rate'] for p in ok]):>9.0f} "
               f"{med([p['no-gc']['rate'] for p in ok]):>9.0f} {100 * (med(ratios) - 1):>+9.2f} % "
               f"[{100 * (ratios[0] - 1):+.2f}..{100 * (ratios[-1] - 1):+.2f}] "
               f"{100 * med([p['gc']['cpu'] or 0 for p in ok]):>8.1f}% {100 * med([p['no-gc']['cpu'] or 0 for p in ok]):>7.1f}%"

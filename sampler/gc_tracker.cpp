@@ -7,11 +7,12 @@
 namespace gilspy::sampler {
 
 GcTracker::GcTracker(const Interpreter& interp, bool read, size_t threads, RecordQueue& queue,
-                     raw::TargetId target)
+                     raw::TargetId target, int64_t read_period_ns)
     : layout_(interp.layout.gc),
       gc_addr_(interp.gc_addr),
       queue_(queue),
       target_(target),
+      read_period_ns_(read_period_ns),
       counted_(threads, 0) {
   if (!read) {
     why_off_ = "not read (--no-gc)";
@@ -142,9 +143,12 @@ void GcTracker::end(int64_t at) {
   open_ = Open{};
 }
 
-void GcTracker::observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_mid, const Holder& holder) {
+void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
   closing_ = false;
   if (!active() || !read_ok) return;
+  const int64_t t_prev = started_ ? last_read_ns_ : t_now;
+  const int64_t t_mid = t_prev + (t_now - t_prev) / 2;
+  last_read_ns_ = t_now;
   const GcSample s =
       decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
   if (!s.plausible()) {

@@ -1,6 +1,7 @@
 #pragma once
-// The garbage collector, seen from the poll loop: each poll reads the GC state (one or two more regions in
-// the poll's one process_vm_readv) and this turns the readings into records (raw/gc_records.hpp):
+// The garbage collector, seen from the poll loop: polls read the GC state (in the GIL's region, or one or two
+// more regions of the poll's one process_vm_readv; at most every read_period_ns) and this turns the readings
+// into records (raw/gc_records.hpp):
 //
 // - A collection is a stretch of polls reading `collecting` == 1. It starts and ends at the midpoints between
 //   the polls that saw it begin and end, like the holds, and ran on the GIL's holder when it began. Its
@@ -36,8 +37,10 @@ namespace gilspy::sampler {
 
 class GcTracker {
  public:
-  // `read`: false turns the GC off (--no-gc). `threads`: the sampler's thread slots.
-  GcTracker(const Interpreter& interp, bool read, size_t threads, RecordQueue& queue, raw::TargetId target);
+  // `read`: false turns the GC off (--no-gc). `threads`: the sampler's thread slots. `read_period_ns`: the
+  // shortest time between two readings (see wants_read()).
+  GcTracker(const Interpreter& interp, bool read, size_t threads, RecordQueue& queue, raw::TargetId target,
+            int64_t read_period_ns);
 
   // Reads what the first poll needs that is not in the GC state itself (3.15+: where gc_stats is). Called at
   // construction and at each re-walk until it succeeds; cheap once done.
@@ -63,12 +66,20 @@ class GcTracker {
     int64_t tid = 0;
     int64_t hold_since = -1;
   };
-  // After a poll whose GIL read succeeded: `read_ok` says whether every GC region was read too.
-  void observe(bool read_ok, int64_t t_prev, int64_t t_now, int64_t t_mid, const Holder& holder);
+  // Whether the poll at t_now should read the GC state. The GC state almost never shares a page with the GIL,
+  // and every page a read touches is pinned by the kernel: about a third more per poll. So it is read at every
+  // poll up to 1 / read_period_ns (10 kHz by default: every poll of the adaptive schedule's peak rate), and
+  // at that rate above it (busy modes): its edges are timed from these readings.
+  bool wants_read(int64_t t_now) const {
+    return active() && (!started_ || t_now - last_read_ns_ >= read_period_ns_);
+  }
+  // After a poll that read the GC state (wants_read()) and the GIL: `read_ok` says whether every GC region was
+  // read. Edges lie at the midpoints between this reading and the previous one.
+  void observe(bool read_ok, int64_t t_now, const Holder& holder);
   // True after observe() when the open collection ends at this poll: the sampler then reports every thread
   // still waiting (open_wait) and calls close().
   bool closing() const { return closing_; }
-  void open_wait(size_t slot, int64_t since, int64_t at) { count_wait(slot, since, at); }
+  void open_wait(size_t slot, int64_t since) { count_wait(slot, since, close_at_); }
   void close();
 
   // The sampler's role changes, while a collection may run.
@@ -129,6 +140,8 @@ class GcTracker {
   const uint8_t* external_state_ = nullptr;  // read_state_into()
   std::array<uint8_t, 2048> ring_{};
   bool started_ = false;
+  int64_t read_period_ns_ = 0;
+  int64_t last_read_ns_ = 0;  // the last good reading
   GcSample prev_;
   GcSample last_counts_;
   int64_t last_counts_ns_ = 0;

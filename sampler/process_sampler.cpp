@@ -40,7 +40,7 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       asked_(ThreadWalker::kMaxThreads),
       gil_bytes_(interp.layout.gil.size),
       image_id_(process_image_id(interp.pid)),
-      gc_(interp, options.read_gc, ThreadWalker::kMaxThreads, queue, target) {
+      gc_(interp, options.read_gc, ThreadWalker::kMaxThreads, queue, target, options.gc_read_period_ns) {
   active_.reserve(ThreadWalker::kMaxThreads);
   process_stat_.reset(interp.pid, interp.pid);
   gc_.prepare(reader_);
@@ -226,13 +226,14 @@ bool ProcessSampler::poll(int64_t t_now) {
   // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
   //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
   size_t nregions = 0;
-  regions_[nregions++] = span_bytes_.empty()
-                             ? ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()}
-                             : ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()};
+  const bool gc_now = gc_.wants_read(t_now);  // the GC state too (with the GIL where they lie together)
+  const bool in_span = gc_now && !span_bytes_.empty();
+  regions_[nregions++] = in_span ? ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()}
+                                 : ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
   const bool watching = watched_ >= 0 && tracks_[watched_].active;
   if (watching) regions_[nregions++] = {walker_.identity_addr(tracks_[watched_].ref), &watched_word_, 8};
   const size_t core = nregions;  // then the GC state, in the same read
-  nregions += gc_.add_regions(std::span<ReadRegion>(regions_).subspan(nregions));
+  if (gc_now) nregions += gc_.add_regions(std::span<ReadRegion>(regions_).subspan(nregions));
   size_t got = 0;
   try {
     got = reader_.read({regions_.data(), nregions});
@@ -260,8 +261,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   unreadable_since_ns_ = -1;
   counters_.polls.fetch_add(1, std::memory_order_relaxed);
-  const GilSample g = decode_gil(span_bytes_.empty() ? gil_bytes_.data() : span_bytes_.data() + gil_in_span_,
-                                 interp_.layout.gil);
+  const GilSample g =
+      decode_gil(in_span ? span_bytes_.data() + gil_in_span_ : gil_bytes_.data(), interp_.layout.gil);
   if (!started_) {
     prev_ = g;
     t_prev_ = t_now;
@@ -358,10 +359,10 @@ bool ProcessSampler::poll(int64_t t_now) {
   if (holder >= 0 && tracks_[holder].role == GilRole::kHolding) {
     collector = {.slot = holder, .tid = tracks_[holder].ref.tid, .hold_since = tracks_[holder].since_ns};
   }
-  gc_.observe(got == nregions, t_prev_, t_now, t_mid, collector);
+  if (gc_now) gc_.observe(got == nregions, t_now, collector);
   if (gc_.closing()) {
     for (const uint16_t i : active_) {
-      if (tracks_[i].role == GilRole::kWaiting) gc_.open_wait(i, tracks_[i].since_ns, t_mid);
+      if (tracks_[i].role == GilRole::kWaiting) gc_.open_wait(i, tracks_[i].since_ns);
     }
     gc_.close();
   }

@@ -5,7 +5,9 @@
 // one core. CPU time leaves out the time the machine gave to others (this machine is shared), so the medians
 // of many short alternating batches compare the two variants fairly.
 //
-// usage: gilspy_poll_cost PID [BATCHES [POLLS_PER_BATCH]]   (root or CAP_SYS_PTRACE, like gilspy)
+// usage: gilspy_poll_cost PID [BATCHES [POLLS_PER_BATCH [GC_READ_PERIOD_NS]]]   (root or CAP_SYS_PTRACE)
+// GC_READ_PERIOD_NS: SamplerOptions::gc_read_period_ns (default gilspy's, 100 us; 0: read it at every poll,
+// what polls at up to 10 kHz do).
 #include <time.h>
 
 #include <algorithm>
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   const pid_t pid = static_cast<pid_t>(std::atoi(argv[1]));
   const int batches = argc > 2 ? std::atoi(argv[2]) : 200;
   const int polls = argc > 3 ? std::atoi(argv[3]) : 500;
+  const int64_t period = argc > 4 ? std::atoll(argv[4]) : sampler::SamplerOptions{}.gc_read_period_ns;
   try {
     sampler::RemoteMemoryReader reader(pid);
     const sampler::Interpreter in = sampler::attach(pid, reader, {});
@@ -52,12 +55,15 @@ int main(int argc, char** argv) {
       sampler::RecordQueue queue{1 << 16};
       sampler::ProcessSampler sampler;
       std::vector<double> cpu, wall;
-      Variant(const char* n, const sampler::Interpreter& in, sampler::MemoryReader& r, bool gc)
+      Variant(const char* n, const sampler::Interpreter& in, sampler::MemoryReader& r, bool gc,
+              int64_t period)
           : name(n),
             tasks(in.pid, in.gil_addr, in.layout.gil),
-            sampler(in, r, tasks, queue, 0, sampler::SamplerOptions{.read_gc = gc}) {}
+            sampler(in, r, tasks, queue, 0,
+                    sampler::SamplerOptions{.read_gc = gc, .gc_read_period_ns = period}) {}
     };
-    Variant with("with GC", in, reader, true), without("without (--no-gc)", in, reader, false);
+    Variant with("with GC", in, reader, true, period),
+        without("without (--no-gc)", in, reader, false, period);
     raw::TargetRecord sink;
     for (int b = 0; b < batches; ++b) {
       for (Variant* v :
@@ -73,9 +79,14 @@ int main(int argc, char** argv) {
         }
       }
     }
-    std::printf("Python %s, pid %d, %d alternating batches of %d back-to-back polls; GC state %s\n",
-                in.binary.version.text().c_str(), pid, batches, polls,
-                with.sampler.gc().why_off().empty() ? "read" : with.sampler.gc().why_off().c_str());
+    std::printf("GIL at 0x%llx, GC state at 0x%llx\n", static_cast<unsigned long long>(in.gil_addr),
+                static_cast<unsigned long long>(in.gc_addr));
+    std::printf(
+        "Python %s, pid %d, %d alternating batches of %d back-to-back polls; GC state %s, at most every %lld "
+        "ns\n",
+        in.binary.version.text().c_str(), pid, batches, polls,
+        with.sampler.gc().why_off().empty() ? "read" : with.sampler.gc().why_off().c_str(),
+        static_cast<long long>(period));
     std::printf("  %-20s %12s %12s %16s\n", "", "CPU ns/poll", "wall ns/poll", "polls/s of a core");
     for (Variant* v : {&with, &without}) {
       std::printf("  %-20s %12.0f %12.0f %16.0f\n", v->name, median(v->cpu), median(v->wall),

@@ -107,6 +107,9 @@ struct GcTarget {
   }
 };
 
+// The tests poll every microsecond: read the GC state at each of them.
+const SamplerOptions kEveryPoll{.gc_read_period_ns = 0};
+
 std::vector<raw::Record> drain(RecordQueue& q) {
   std::vector<raw::Record> out;
   raw::TargetRecord e;
@@ -141,7 +144,7 @@ TEST_CASE("gc tracker: a collection seen running, its generation from the counte
     GcTarget t(near_gil);
     ScriptedTasks tasks;
     RecordQueue q(4096);
-    ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+    ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
     tasks.state[101] = TaskState::kGilCond;
     t.waiters(1);
     t.count(0, 650);
@@ -201,7 +204,7 @@ TEST_CASE("gc tracker: back-to-back collections in one stretch are split where t
   GcTarget t;
   ScriptedTasks tasks;
   RecordQueue q(4096);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
   s.poll(1000);
   t.collecting(true);
   s.poll(2000);  // A began at 1500
@@ -229,7 +232,7 @@ TEST_CASE(
   GcTarget t;
   ScriptedTasks tasks;
   RecordQueue q(4096);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
   s.poll(1000);
   // Between two polls: a gen-0 collection ran entirely, and a gen-1 one ran and is in its stop callbacks.
   t.collected_now(0, 1, 0);
@@ -278,13 +281,13 @@ TEST_CASE(
     Interpreter no_gc = t.interp;
     no_gc.layout.gc.known = false;
     no_gc.layout.gc.why_unknown = "free-threaded builds keep a different GC state";
-    ProcessSampler s(no_gc, t.mem, tasks, q, 0);
+    ProcessSampler s(no_gc, t.mem, tasks, q, 0, kEveryPoll);
     s.poll(1000);
     CHECK(s.gc().why_off().find("free-threaded") != std::string::npos);
   }
   t.mem.put<int32_t>(t.gc(t.layout.gc.enabled), 12345);
   {
-    ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+    ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
     s.poll(1000);
     s.poll(2000);
     CHECK(s.gc().why_off().find("does not look right") != std::string::npos);
@@ -636,7 +639,7 @@ TEST_CASE(
     GcTarget t;
     ScriptedTasks tasks;
     RecordQueue q(1 << 14);
-    ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+    ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
     int64_t moved[3] = {0, 0, 0};
     int64_t now = 1000;
     for (int poll = 0; poll < 400; ++poll) {
