@@ -72,8 +72,9 @@ struct SamplerCounters {
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
   bool read_gc = true;                  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
-  // ...at most this often (GcTracker::wants_read): every poll at 10 kHz, whose steps vary by a fifth
-  int64_t gc_read_period_ns = 80'000;
+  // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
+  // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
+  int64_t gc_read_period_ns = 150'000;
 };
 
 class ProcessSampler {

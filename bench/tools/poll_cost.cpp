@@ -6,7 +6,7 @@
 // of many short alternating batches compare the two variants fairly.
 //
 // usage: gilspy_poll_cost PID [BATCHES [POLLS_PER_BATCH [GC_READ_PERIOD_NS]]]   (root or CAP_SYS_PTRACE)
-// GC_READ_PERIOD_NS: SamplerOptions::gc_read_period_ns (default gilspy's, 80 us; 0: read it at every poll,
+// GC_READ_PERIOD_NS: SamplerOptions::gc_read_period_ns (default gilspy's, 150 us; 0: read it at every poll,
 // what polls at up to 10 kHz do).
 #include <time.h>
 
