@@ -15,6 +15,14 @@
 2. Sustained rate (--sustain, on by default): gilspy alone at 10k, 20k, 50k, 100k Hz and --busy at 100k, 200k
    on the 4-thread (b) and 16-thread (d) workloads; its summary's achieved rate, late and missed polls, CPU.
 
+2b. --gc-cost: what reading the garbage collector's state at each poll (in the GIL's region where it lies in
+   the same struct, else one more region of the poll's process_vm_readv; 3.15+: also its statistics) costs the
+   sustained rate: gilspy alone at 10 kHz and at --busy 200 kHz on the b and d workloads, with and without the
+   hidden --no-gc, alternated (the order swapped every rep) on the same target; per rep the ratio with /
+   without, median and range over --reps. At 200 kHz the poller cannot keep up, so its achieved rate is
+   what its CPU allows: on a machine shared with other jobs that swings by tens of %, so the table also gives
+   polls per CPU-second of the poller (achieved rate / its CPU share), the per-poll cost, which does not.
+
 3. --floor: shorthand for two poller modes: "wake 10k" (only wakes up, CFS, any CPU) and "wake 10k +/proc" (also
    reads every thread's /proc/PID/task/TID/syscall): the cost of waking up at all versus gilspy's work.
 
@@ -447,6 +455,73 @@ def sustain(python, workload, args):
     return {"python": wl.ready["python"], "workload": workload, "threads": len(wl.ready["threads"]), "rows": rows}
 
 
+GC_COST_RATES = [(None, False), (10000, False), (200000, True)]  # None: the default (adaptive, CPU budget)
+
+
+def gc_cost(python, workload, args):
+    """Sustained rate and CPU with the GC state read at each poll and without (--no-gc), alternated."""
+    wl = benchlib.Workload(python, workload, seconds=3600)
+    rows = []
+    try:
+        for rate, busy in GC_COST_RATES:
+            reps = []
+            for rep in range(args.reps):
+                pair = {}
+                for variant in (("gc", "no-gc") if rep % 2 == 0 else ("no-gc", "gc")):
+                    extra = ["--no-gc"] if variant == "no-gc" else []
+                    gs = benchlib.Gilspy(args.gilspy, wl.pid, rate, busy=busy, extra=extra, prefix=args.prefix.split())
+                    time.sleep(GILSPY_SETTLE_S)
+                    c_a, w_a = gs.cpu_ns(), benchlib.monotonic_ns()
+                    time.sleep(args.sustain_s)
+                    c_b, w_b = gs.cpu_ns(), benchlib.monotonic_ns()
+                    gs.stop()
+                    path = gs.raw_path()
+                    s = benchlib.Raw(path).summary if path else {}
+                    pair[variant] = {"rate": s.get("rate_achieved_hz"), "missed": s.get("missed_polls"),
+                                     "cpu": (c_b - c_a) / (w_b - w_a) if c_a is not None and c_b is not None else None,
+                                     "gc_read": s.get("gc") is not None}
+                    gs.cleanup()
+                reps.append(pair)
+            rows.append({"rate": rate, "busy": busy, "reps": reps})
+    finally:
+        wl.stop()
+    return {"python": wl.ready["python"], "workload": workload, "threads": len(wl.ready["threads"]), "rows": rows}
+
+
+def print_gc_cost(res):
+    print(f"\n== Reading the GC state at each poll, Python {res['python']}, workload {res['workload']} "
+          f"({res['threads']} threads): achieved rate with / without (--no-gc), {len(res['rows'][0]['reps'])} "
+          f"alternated pairs")
+    print(f"   {'ASKED':>9} {'MODE':<6} {'WITH GC':>9} {'WITHOUT':>9} {'RATIO (median, min..max)':>28} "
+          f"{'CPU WITH':>9} {'CPU W/O':>8}   POLLS PER CPU-SECOND WITH / WITHOUT, RATIO (median, min..max)")
+    for r in res["rows"]:
+        ok = [p for p in r["reps"] if p["gc"]["rate"] and p["no-gc"]["rate"]]
+        if not ok:
+            print(f"   {r['rate']:>9} no complete pair")
+            continue
+        ratios = sorted(p["gc"]["rate"] / p["no-gc"]["rate"] for p in ok)
+        med = statistics.median
+        print(f"   {r['rate'] or 'adaptive':>9} {'busy' if r['busy'] else 'sleep':<6} "
+              f"{med([p['gc']['rate'] for p in ok]):>9.0f} "
+              f"{med([p['no-gc']['rate'] for p in ok]):>9.0f} {100 * (med(ratios) - 1):>+9.2f} % "
+              f"[{100 * (ratios[0] - 1):+.2f}..{100 * (ratios[-1] - 1):+.2f}] "
+              f"{100 * med([p['gc']['cpu'] or 0 for p in ok]):>8.1f}% {100 * med([p['no-gc']['cpu'] or 0 for p in ok]):>7.1f}%"
+              f"{capacity(ok)}"
+              f"{'' if all(p['gc']['gc_read'] for p in ok) else '   (GC state NOT read with gc: see the summary)'}")
+
+
+def capacity(pairs):
+    """Polls per CPU-second of the poller, with and without, and the per-rep ratio: the per-poll cost."""
+    both = [p for p in pairs if p["gc"]["cpu"] and p["no-gc"]["cpu"]]
+    if not both:
+        return ""
+    per = lambda v: v["rate"] / v["cpu"]  # noqa: E731
+    ratios = sorted(per(p["gc"]) / per(p["no-gc"]) for p in both)
+    med = statistics.median
+    return (f"   {med([per(p['gc']) for p in both]) / 1e3:>7.1f}k / {med([per(p['no-gc']) for p in both]) / 1e3:.1f}k, "
+            f"{100 * (med(ratios) - 1):+.2f} % [{100 * (ratios[0] - 1):+.2f}..{100 * (ratios[-1] - 1):+.2f}]")
+
+
 def print_sustain(res):
     print(f"\n== Sustained poll rate, Python {res['python']}, workload {res['workload']} ({res['threads']} threads); "
           f"CPU: gilspy's steady state after attaching, % of one core (in brackets: its whole life, attach included)")
@@ -484,6 +559,8 @@ def main():
     ap.add_argument("--no-uprobes", action="store_true")
     ap.add_argument("--no-sustain", action="store_true")
     ap.add_argument("--sustain-only", action="store_true")
+    ap.add_argument("--gc-cost", action="store_true",
+                    help="only the cost of reading the GC state: sustained rate with and without --no-gc")
     ap.add_argument("--sustain-s", type=float, default=2.0, help="seconds measured per rate (after attaching)")
     ap.add_argument("--gilspy", default=benchlib.default_gilspy())
     ap.add_argument("--prefix", default="", help="command words before gilspy, e.g. 'chrt -f 10'")
@@ -523,6 +600,13 @@ def main():
         python = benchlib.find_python(spec)
         if not python:
             print(f"\n== Python {spec}: not found, skipped")
+            continue
+        if args.gc_cost:
+            for w in ("b", "d"):
+                res = gc_cost(python, w, args)
+                print_gc_cost(res)
+                sys.stdout.flush()
+                out.setdefault("gc_cost", []).append(res)
             continue
         if not args.sustain_only:
             for w in args.workloads.split(","):

@@ -60,6 +60,11 @@ Runner add_record_command(CLI::App& app) {
   cmd->add_option("--threads", *thread_rows,
                   "Threads in the end summary's table: the N busiest (hold + wait), or 'all' (default: 20)")
       ->option_text("N|all");
+  cmd->add_option("--gc-threshold-ms", opts->gc_threshold_ms,
+                  "List the garbage collections that paused N ms or longer in the summary, with their time "
+                  "offset and generation (the raw file's summary has them too)")
+      ->check(non_negative_number())
+      ->type_name("N");
   auto no_status = std::make_shared<bool>(false);
   cmd->add_flag("--no-status", *no_status, "No live status line on the terminal");
   cmd->add_flag("--json", opts->json,

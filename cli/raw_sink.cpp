@@ -43,6 +43,7 @@ RawFileSink::~RawFileSink() = default;
 void RawFileSink::start(const SessionTarget& t) {
   File& f = files_[t.id];
   f.target = &t;
+  f.summary.gc().set_list_threshold(gc_threshold_ns_);
   const std::string base = fmt::format("{}/GIL_{}_rank_{}", output_dir_, t.pid, t.rank);
   f.raw_path = base + ".json";
   f.trace_path = base + ".trace.json";

@@ -39,6 +39,8 @@ class RawFileSink final : public Sink {
   void record(const SessionTarget& target, const raw::Record& r) override;  // ThreadState is not stored
   void stats(const LiveStats& live) override;  // flushes: a killed run loses 50 ms
   void finish(const SessionEnd& end) override;
+  // The summary lists garbage collections at least this long (`record --gc-threshold-ms`); before start().
+  void set_gc_threshold_ns(int64_t ns) { gc_threshold_ns_ = ns; }
 
  private:
   struct File {
@@ -55,6 +57,7 @@ class RawFileSink final : public Sink {
   mode_t file_mode_;
   std::function<void(const FinishedTarget&)> on_finished_;
   std::map<raw::TargetId, File> files_;  // in the order targets started (ids grow)
+  int64_t gc_threshold_ns_ = -1;
 };
 
 }  // namespace gilspy::cli

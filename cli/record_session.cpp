@@ -83,6 +83,7 @@ int run_record(const RecordOptions& o) {
       stdout_gone = true;
     }
   });
+  if (o.gc_threshold_ms >= 0) files.set_gc_threshold_ns(static_cast<int64_t>(o.gc_threshold_ms * 1e6));
   StatusLineSink status;
   if (o.status && ::isatty(STDERR_FILENO)) session.add_sink(status);  // first: cleared before the summaries
   session.add_sink(files);

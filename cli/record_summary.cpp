@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.hpp"
+#include "cli/gc_summary_lines.hpp"
 #include "cli/summary_table.hpp"
 #include "sampler/threads.hpp"
 
@@ -173,18 +174,21 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
                    "recording\n",
                    sampler::ThreadWalker::kMaxThreads);
   }
+  gc_summary_lines(out, summary, in.gc_why_off);
   thread_table(out, in, o);
   return out;
 }
 
 void print_target_summary(const FinishedTarget& done, const SummaryOptions& o) {
+  const std::string gc_off = done.target.sampler != nullptr ? done.target.sampler->gc().why_off() : "";
   const SummaryInput in{.pid = done.target.pid,
                         .rank = done.target.rank,
                         .python_version = done.target.interp->binary.version.text(),
                         .raw_path = done.raw_path,
                         .trace_path = done.trace_path,
                         .summary = done.summary,
-                        .loop = done.figures};
+                        .loop = done.figures,
+                        .gc_why_off = gc_off};
   std::fputs(format_target_summary(in, o).c_str(), stdout);
   std::fflush(stdout);
 }

@@ -24,6 +24,7 @@ struct SummaryInput {
   std::string raw_path, trace_path;
   const raw::SummaryBuilder& summary;
   const raw::LoopFigures& loop;
+  std::string gc_why_off = {};  // why the GC state was not read ("" when it was)
 };
 
 std::string format_target_summary(const SummaryInput& in, const SummaryOptions& o);

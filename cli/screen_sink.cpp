@@ -78,6 +78,10 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
           // Known only once the stop has ended: too late for a live view (left to the raw file and trace).
           [](const raw::ProcessStopped&) {},
+          [&](const raw::GcCollection& x) { model_.gc_collection(id, x.generation, x.ts, x.dur, x.wait_ns); },
+          [&](const raw::GcUntimed& x) { model_.gc_untimed(id, x.generation, x.n, x.ts + x.window); },
+          [](const raw::GcCounts&) {},
+          [&](const raw::GcSettings& x) { model_.gc_settings(id, x.enabled, x.ts); },
           [&](const raw::Stats& x) {
             model_.stats(id, x.ts,
                          {.polls = x.polls,

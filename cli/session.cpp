@@ -289,7 +289,8 @@ void Session::Impl::prepare_target(Target& t) {
   i.rate_hz = options.loop.rate_hz;
   i.hostname = hostname;
   t.tasks = std::make_unique<sampler::ProcTaskStateSource>(i.pid, t.interp.gil_addr, t.interp.layout.gil);
-  t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id);
+  t.sampler = std::make_unique<sampler::ProcessSampler>(
+      t.interp, *t.reader, *t.tasks, queue, i.id, sampler::SamplerOptions{.read_gc = options.loop.read_gc});
   i.sampler = t.sampler.get();
 }
 

@@ -35,6 +35,9 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
          "--poller-anywhere", a.anywhere,
          "Let the poll thread run on any CPU, the GIL holder's too (for measuring what placement saves)")
       ->group("");  // hidden: a benchmark knob, not a user setting
+  cmd.add_flag("--no-gc", a.no_gc,
+               "Do not read the garbage collector's state (for measuring what reading it costs)")
+      ->group("");  // hidden: a benchmark knob (bench/cost.py --gc-cost)
   cmd.add_option("--attach-timeout", a.attach_timeout_s,
                  "Seconds to wait for a launched program's interpreter to start")
       ->default_val(10.0)
@@ -92,7 +95,8 @@ sampler::PollLoopOptions TargetArgs::loop() const {
           .cpu_budget = cpu_budget_pct / 100,
           .placement = !anywhere,
           .busy = busy,
-          .realtime = !no_realtime};
+          .realtime = !no_realtime,
+          .read_gc = !no_gc};
 }
 
 void warn_if_rate_too_high(double rate_hz, bool busy) {

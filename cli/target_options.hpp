@@ -27,6 +27,7 @@ struct TargetArgs {
   bool subprocesses = false;    // also the targets' Python descendants, as they appear
   bool no_follow = false;       // every-Python-process mode: only those running at the start
   bool accelerator = false;     // found processes: only those holding an accelerator device open
+  bool no_gc = false;           // hidden --no-gc: do not read the GC state (a benchmark knob)
   CLI::Option* rate_option = nullptr;
 
   // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).

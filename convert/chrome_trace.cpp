@@ -21,6 +21,7 @@
 
 #include "base/error.hpp"
 #include "base/output_file.hpp"
+#include "convert/gc_trace.hpp"
 #include "convert/input_events.hpp"
 #include "convert/namespace_lanes.hpp"
 #include "gilspy_version.hpp"
@@ -159,11 +160,11 @@ class EventWriter {
   }
   // "I", not "i": the DevTools trace engine keeps only "I" instants on a thread's track, MindStudio Insight
   // reads only "I"; Perfetto reads both.
-  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts) {
+  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view args = {}) {
     const int64_t lane_tid = lane(tid);
     auto& b = begin();
     const size_t at = b.size();
-    b.resize(at + 140 + name.size());
+    b.resize(at + 150 + name.size() + args.size());
     char* p = b.data() + at;
     p = put(p, R"({"ph":"I","s":"t","cat":"gil","name":")");
     p = put(p, name);
@@ -173,7 +174,20 @@ class EventWriter {
     p = put_int(p, lane_tid);
     p = put(p, R"(,"ts":)");
     p = put_ts(p, ts);
+    if (!args.empty()) {
+      p = put(p, R"(,"args":)");
+      p = put(p, args);
+    }
     b.resize(static_cast<size_t>(p - b.data()));
+    end();
+  }
+  // A counter with several series: `args` is JSON object text.
+  void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view args) {
+    auto& b = begin();
+    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"gil","name":"{}","pid":{},"tid":0,"ts":)",
+                   name, pid);
+    append_ts(b, ts);
+    fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
     end();
   }
   void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view key, uint64_t value) {
@@ -244,6 +258,30 @@ class EventWriter {
   bool ts_as_string_ = false;
 };
 
+// The garbage collector's lanes (gc_trace.hpp) write through this.
+class EventWriterOut final : public TraceOut {
+ public:
+  explicit EventWriterOut(EventWriter& w) : w_(w) {}
+  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
+             std::string_view args) override {
+    w_.slice(name, pid, tid, start_ns, end_ns, args);
+  }
+  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
+               std::string_view args) override {
+    w_.instant(name, pid, tid, ts_ns, args);
+  }
+  void counter(std::string_view name, int64_t pid, int64_t ts_ns, std::string_view args) override {
+    w_.counter(name, pid, ts_ns, args);
+  }
+  void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view key,
+                std::string_view value) override {
+    w_.metadata(name, pid, tid, ts_ns, key, value);
+  }
+
+ private:
+  EventWriter& w_;
+};
+
 // Thrown from on_meta in the first pass, to stop reading once the metadata is known.
 struct MetaOnly {
   raw::Meta meta;
@@ -280,12 +318,13 @@ json stats_json(const raw::Stats& s) {
 class InputConverter {
  public:
   InputConverter(EventWriter& out, ConvertInputReport& report, int64_t base_ns)
-      : out_(out), report_(report), base_ns_(base_ns) {}
+      : out_(out), gc_out_(out), report_(report), base_ns_(base_ns) {}
 
   void on_meta(const raw::Meta& m) {
     report_.meta = m;
     offset_ns_ = m.realtime_ns - base_ns_;
     pid_ = report_.trace_pid;
+    gc_.begin(gc_out_, pid_, offset_ns_);
     if (!out_.process_metadata()) return;  // another program's process (a merge): named already
     std::string name = fmt::format("python {} pid {} rank {}", m.python_version,
                                    report_.namespace_ids ? m.ns_pid : m.pid, m.rank);
@@ -339,6 +378,17 @@ class InputConverter {
                    },
                    [&](const raw::ThreadEnd& x) { seen_until(x.ts); },
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
+                   [&](const raw::GcCollection& x) {
+                     if (x.tid != 0 && x.hold_lead >= 0) lane(x.tid);  // its gc slice names the lane too
+                     gc_.collection(x);
+                     seen_until(x.ts + x.dur);
+                   },
+                   [&](const raw::GcUntimed& x) {
+                     gc_.untimed(x);
+                     seen_until(x.ts + x.window);
+                   },
+                   [&](const raw::GcCounts& x) { gc_.counts(x); },
+                   [&](const raw::GcSettings& x) { gc_.settings(x); },
                },
                r);
   }
@@ -447,6 +497,8 @@ class InputConverter {
   }
 
   EventWriter& out_;
+  EventWriterOut gc_out_;
+  GcLanes gc_;
   ConvertInputReport& report_;
   int64_t base_ns_;
   int64_t offset_ns_ = 0;

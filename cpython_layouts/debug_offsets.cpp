@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "cpython_layouts/debug_offsets_block.hpp"
+#include "cpython_layouts/gc_layouts.hpp"
 
 namespace gilspy::layouts {
 namespace {
@@ -37,6 +38,8 @@ DebugOffsets decode_3_13(std::span<const uint8_t> b) {
   d.tstate_interp = u64_at(b, 176);
   d.tstate_thread_id = u64_at(b, 192);
   d.tstate_native_thread_id = u64_at(b, 200);
+  d.gc_size = u64_at(b, 568);        // gc.size (checked in pyenv's 3.13.0: 240)
+  d.gc_collecting = u64_at(b, 576);  // gc.collecting (200)
   return d;
 }
 
@@ -111,6 +114,7 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
     expect_equal("tstate.native_thread_id", *l.tstate.native_thread_id, debug->tstate_native_thread_id);
     expect_equal("gil.locked", l.gil.locked, debug->gil_locked - debug->interp_gil_runtime_state);
     expect_equal("gil.last_holder", l.gil.last_holder, debug->gil_holder - debug->interp_gil_runtime_state);
+    l.gc = checked_gc_3_13(l.gc, *debug);  // a GC disagreement leaves the GC unread, the GIL is still read
     return l;
   }
   Layout from_debug = layout_from_debug_offsets(version, *debug);
@@ -160,15 +164,7 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
       *f += 8;
     }
   }
-  l.gc.home = GcHome::kInterp;
-  l.gc.offset = static_cast<Off>(d.interp_gc);
-  // 3.15+ keep the generation statistics behind a pointer: the GC state is not described there.
-  l.gc.known = d.gc_stats_inline && (d.gc_collecting.has_value() || (version.minor == 13 && !d.free_threaded));
-  if (d.gc_collecting && d.gc_stats_inline) {
-    // The three 24-byte generation_stats entries sit right before `collecting` (3.13, 3.14.0).
-    l.gc.collecting = static_cast<Off>(*d.gc_collecting);
-    l.gc.stats = l.gc.collecting - 3 * l.gc.stats_stride;
-  }
+  l.gc = gc_layout_from_debug_offsets(version, d);  // gc_layouts.cpp
   return l;
 }
 

@@ -26,6 +26,9 @@ struct DebugOffsets {
   std::optional<uint64_t> tstate_holds_gil;  // 3.14
   std::optional<uint64_t> gc_collecting;     // 3.14
   bool gc_stats_inline = true;  // generation_stats[3] right before `collecting` (3.13, 3.14; not 3.15)
+  std::optional<uint64_t> gc_size;                   // sizeof(struct _gc_runtime_state) (3.13+)
+  std::optional<uint64_t> gc_generation_stats;       // 3.15: offset of the pointer to struct gc_stats
+  std::optional<uint64_t> gc_generation_stats_size;  // 3.15: the size published for what it points to
   // Set when the version is newer than every decoder gilspy has and the block decoded and validated with the
   // newest one: the minor version whose decoder read it. 0 otherwise.
   int read_as_minor = 0;

@@ -108,6 +108,8 @@ const BlockPositions kBlock3_14 = {
     .gc_collecting = 656,
     .gc_stats_inline = true,
     .block_size = 664,  // what must have been read: everything up to the end of the gc section
+    .gc_generation_stats_size = std::nullopt,  // generation_stats[3] are inline in 3.14
+    .gc_generation_stats = std::nullopt,
 };
 
 }  // namespace gilspy::layouts

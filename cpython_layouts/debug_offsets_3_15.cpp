@@ -49,7 +49,8 @@
 //   0x378  end of the block
 //
 // 3.15 keeps the generation statistics behind a pointer, not in front of `collecting`: gc_stats_inline is
-// false and gilspy does not describe 3.15's GC counters (the GIL, threads and waiters do not need them).
+// false, and the GC layout (gc_layouts.cpp) follows gc.generation_stats to struct gc_stats, ring buffers
+// whose entry shape the block does not publish (a table there, checked live against gc.get_stats()).
 // The thread-state names between current_frame and thread_id are not used; the values of those gilspy uses
 // were checked live (thread_id / native_thread_id agree with design.md §7, holds_gil is 1 only in the holder).
 #include "cpython_layouts/debug_offsets_block.hpp"
@@ -82,6 +83,8 @@ const BlockPositions kBlock3_15 = {
     .gc_collecting = 0x2f8,
     .gc_stats_inline = false,
     .block_size = 0x318,  // to the end of the gc section
+    .gc_generation_stats_size = 0x308,  // 0x460 in 3.15.2
+    .gc_generation_stats = 0x310,       // +0x68 in 3.15.2
 };
 
 }  // namespace gilspy::layouts

@@ -60,6 +60,9 @@ DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) 
   if (at.tstate_holds_gil) d.tstate_holds_gil = word(b, *at.tstate_holds_gil);
   d.gc_collecting = word(b, at.gc_collecting);
   d.gc_stats_inline = at.gc_stats_inline;
+  d.gc_size = word(b, at.gc_size);
+  if (at.gc_generation_stats) d.gc_generation_stats = word(b, *at.gc_generation_stats);
+  if (at.gc_generation_stats_size) d.gc_generation_stats_size = word(b, *at.gc_generation_stats_size);
 
   // Every offset gilspy will follow must fall inside the structure the block says it belongs to. Real
   // interpreters satisfy this by construction (offsetof < sizeof); bytes that are not this version's block,
@@ -95,6 +98,9 @@ DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) 
     expect_inside(at, "thread_state.holds_gil", *d.tstate_holds_gil, "PyThreadState", tstate_size);
   }
   expect_inside(at, "gc.collecting", *d.gc_collecting, "struct _gc_runtime_state", gc_size);
+  if (d.gc_generation_stats) {
+    expect_inside(at, "gc.generation_stats", *d.gc_generation_stats, "struct _gc_runtime_state", gc_size);
+  }
   return d;
 }
 

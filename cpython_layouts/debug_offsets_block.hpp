@@ -22,6 +22,8 @@ struct BlockPositions {
   size_t gc_size, gc_collecting;
   bool gc_stats_inline;  // generation_stats[3] right before `collecting` (3.13, 3.14); 3.15 keeps a pointer
   size_t block_size;     // how much of the block must have been read (to the end of its gc section)
+  // 3.15+: gc.generation_stats_size and gc.generation_stats (the pointer's offset in the GC state).
+  std::optional<size_t> gc_generation_stats_size, gc_generation_stats;
 };
 
 // Throws Error(kLayoutMismatch) when the bytes are too short or any published offset falls outside the

@@ -2,6 +2,7 @@
 // The only place in gilspy that knows where CPython keeps things. One `Layout` value describes one CPython
 // minor version (x86-64, glibc, default GIL build); `layout_for()` picks it and refuses what it does not know.
 // All offsets are in bytes. Where a field does not exist in a version, it is std::nullopt.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,10 +40,12 @@ enum class GilHome {
 };
 
 enum class GcHome { kRuntime, kInterp };
+enum class GcStatsHome : uint8_t { kInline, kRing };
 
 // struct _gc_runtime_state
 struct GcLayout {
   bool known = true;        // false where the version's GC state is not described (free-threaded 3.13)
+  const char* why_unknown = "";  // when !known: why, for one line to the user
   GcHome home = GcHome::kInterp;
   Off offset = 0;           // from _PyRuntime or from the interpreter
   Off enabled = 12;         // int
@@ -55,6 +58,31 @@ struct GcLayout {
   Off stats_collections = 0;  // Py_ssize_t
   Off collecting = 200;     // int
   int generations_count = 3;
+  // Appended for the GC timeline (sampler/gc_tracker.hpp): the other two counters of each stats entry.
+  Off stats_collected = 8;       // Py_ssize_t
+  Off stats_uncollectable = 16;  // Py_ssize_t
+  // 3.14.0-3.14.4 ship an incremental collector: generations[] are `young` and `old[2]`, and gc.get_count()
+  // shows young, old[visited_space], old[visited_space ^ 1]. Same offsets as 3.14.5+'s generations[3];
+  // only Py_Version tells the two apart.
+  bool incremental = false;
+  Off visited_space = 0;  // int, incremental only
+  // Where each generation's stats entry is. kInline: generation_stats[3] at `stats` (3.8-3.14).
+  // kRing (3.15+): `stats` is the offset of a pointer (gc->generation_stats) to a struct gc_stats holding
+  // one ring buffer per generation whose entry at the buffer's index carries the cumulative counters
+  // (stats_stride and the stats_* offsets then describe that entry).
+  GcStatsHome stats_home = GcStatsHome::kInline;
+  Off ring_size = 0;               // sizeof(struct gc_stats)
+  Off ring_buffer[3] = {0, 0, 0};  // each generation's buffer (its items[]) inside struct gc_stats
+  int ring_items[3] = {0, 0, 0};   // entries per buffer
+  Off ring_index[3] = {0, 0, 0};   // the buffer's int8_t index (the newest entry) inside struct gc_stats
+  // Bytes from the start of the GC state that cover every field above (what a poll reads).
+  Off read_size() const {
+    Off end = collecting + 4;
+    if (stats_home == GcStatsHome::kInline) end = std::max<Off>(end, stats + 3 * stats_stride);
+    if (stats_home == GcStatsHome::kRing) end = std::max<Off>(end, stats + 8);
+    if (incremental) end = std::max<Off>(end, visited_space + 4);
+    return std::max<Off>(end, std::max<Off>(enabled + 4, generations + 3 * generation_stride));
+  }
 };
 
 struct RuntimeLayout {

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "raw/event_line.hpp"
 #include "raw/fast_reader.hpp"
+#include "raw/gc_lines.hpp"
 
 namespace gilspy::raw {
 
@@ -102,6 +103,10 @@ std::optional<std::string> record_line(const Record& r) {
             return json::array({"P", x.ts, x.dur}).dump();
           },
           [](const ThreadState&) -> std::optional<std::string> { return std::nullopt; },
+          [](const GcCollection& x) -> std::optional<std::string> { return gc_line(x); },
+          [](const GcUntimed& x) -> std::optional<std::string> { return gc_line(x); },
+          [](const GcCounts& x) -> std::optional<std::string> { return gc_line(x); },
+          [](const GcSettings& x) -> std::optional<std::string> { return gc_line(x); },
       },
       r);
 }
@@ -293,8 +298,14 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
-  if (!a.is_array() || a.empty() || !a[0].is_string() || a[0].get<std::string>().size() != 1) {
+  if (!a.is_array() || a.empty() || !a[0].is_string() || a[0].get<std::string>().empty() ||
+      a[0].get<std::string>().size() > 2) {
     throw bad("is not [\"<kind>\", ...]");
+  }
+  // The garbage collector's kinds (format_version 3): "G", "GI", "GC", "GS" (raw/gc_lines.cpp).
+  if (a[0].get<std::string>()[0] == 'G') return gc_record_from_json(a, bad);
+  if (a[0].get<std::string>().size() != 1) {
+    throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
   }
   auto num = [&](size_t i) -> int64_t {
     if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
@@ -499,6 +510,7 @@ class RawSax final : public nlohmann::json_sax<json> {
   static const int64_t* duration_of(const Record& r) {
     if (const auto* h = std::get_if<Hold>(&r)) return &h->dur;
     if (const auto* w = std::get_if<Wait>(&r)) return &w->dur;
+    if (const auto* g = std::get_if<GcCollection>(&r)) return &g->dur;
     return nullptr;
   }
 

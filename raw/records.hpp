@@ -15,6 +15,8 @@
 #include <string>
 #include <variant>
 
+#include "raw/gc_records.hpp"
+
 namespace gilspy::raw {
 
 // Names a target (process) for the whole of a session; never reused, unlike an index into a list of targets.
@@ -111,7 +113,8 @@ struct ThreadState {
   bool operator==(const ThreadState&) const = default;
 };
 
-using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState>;
+using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState,
+                            GcCollection, GcUntimed, GcCounts, GcSettings>;
 
 // A record and the target it belongs to: what goes through the sampler's queue to the session.
 struct TargetRecord {
@@ -135,7 +138,9 @@ inline int64_t time_of(const Record& r) {
 inline int64_t end_of(const Record& r) {
   return std::visit(
       overloaded{[](const Hold& x) { return x.ts + x.dur; }, [](const Wait& x) { return x.ts + x.dur; },
-                 [](const ProcessStopped& x) { return x.ts + x.dur; }, [](const auto& x) { return x.ts; }},
+                 [](const ProcessStopped& x) { return x.ts + x.dur; },
+                 [](const GcCollection& x) { return x.ts + x.dur; },
+                 [](const GcUntimed& x) { return x.ts + x.window; }, [](const auto& x) { return x.ts; }},
       r);
 }
 // Moves every time in the record by `delta` ns (CLOCK_MONOTONIC -> the recording's timeline).

@@ -61,6 +61,10 @@ void SummaryBuilder::add(const Record& r) {
                  },
                  [](const Waiters&) {},
                  [](const ThreadState&) {},  // returned above
+                 [&](const GcCollection& x) { gc_.add(x); },
+                 [&](const GcUntimed& x) { gc_.add(x); },
+                 [&](const GcCounts& x) { gc_.add(x); },
+                 [&](const GcSettings& x) { gc_.add(x); },
              },
              r);
 }
@@ -124,7 +128,14 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"handoffs_total", stats_.handoffs_total},
           {"coverage", coverage()},
           {"gil_busy_share", gil_busy_share()},
-          {"threads", threads}};
+          {"threads", threads},
+          {"gc", gc_.to_json(duration_ns(), wait_ns())}};
+}
+
+int64_t SummaryBuilder::wait_ns() const {
+  int64_t total = 0;
+  for (const auto& [tid, t] : threads_) total += t.wait_ns;
+  return total;
 }
 
 }  // namespace gilspy::raw

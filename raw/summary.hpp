@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "raw/gc_summary.hpp"
 #include "raw/records.hpp"
 
 namespace gilspy::raw {
@@ -50,8 +51,12 @@ class SummaryBuilder {
   int64_t stopped_ns() const { return stopped_ns_; }  // the process was stopped (SIGSTOP) this long
   uint64_t stops() const { return stops_; }
   nlohmann::json to_json(double rate_asked, const LoopFigures& loop) const;
+  const GcSummary& gc() const { return gc_; }  // the garbage collector's figures (issue 9)
+  GcSummary& gc() { return gc_; }
+  int64_t wait_ns() const;  // all threads' GIL waiting together
 
  private:
+  GcSummary gc_;
   std::map<int64_t, ThreadSummary> threads_;
   std::vector<int64_t> order_;
   Stats stats_;  // the latest

@@ -41,6 +41,7 @@ struct PollLoopOptions {
   size_t max_targets = 256;     // the loop's target table is reserved up front: the loop never allocates
   bool stop_when_targets_gone =
       true;  // false: keep polling (and taking new targets) when every target is gone
+  bool read_gc = true;  // each poll also reads the GC state (SamplerOptions::read_gc); hidden --no-gc: not
 };
 
 enum class PollerScheduling { kNormal, kNice, kRealtime };

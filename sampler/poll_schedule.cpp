@@ -15,6 +15,7 @@ void PollSchedule::add(const PollActivity& a, int64_t now) {
   if (changed && forced) forced_linger_until_ = std::max(forced_linger_until_, now + o_.linger_ns);
   if (changed && !expected && step_ > dense_) surprise_ = true;
   if (now < linger_until_) active_ = true;
+  if (a.collecting) active_ = true;
   // Forced switches and what follows them (a woken sleeper takes the GIL and drops it within microseconds)
   // are polled at (nearly) the peak rate whatever the CPU budget: they are few (one per switch interval at
   // most) and they bound the longest holds and waits. Everything else dense (a waiter on probation included:

@@ -30,6 +30,7 @@ struct PollActivity {
   bool probation =
       false;  // a waiter may have taken and dropped the GIL unseen: the kernel is asked each poll
   int64_t expected_due_ns = -1;  // switch_due_ns as it stood before the last poll: was its change expected?
+  bool collecting = false;       // a garbage collection runs: poll densely so that its end is timed
 };
 
 struct ScheduleOptions {

@@ -39,9 +39,21 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       walk_buffer_(ThreadWalker::kMaxThreads),
       asked_(ThreadWalker::kMaxThreads),
       gil_bytes_(interp.layout.gil.size),
-      image_id_(process_image_id(interp.pid)) {
+      image_id_(process_image_id(interp.pid)),
+      gc_(interp, options.read_gc, ThreadWalker::kMaxThreads, queue, target, options.gc_read_period_ns) {
   active_.reserve(ThreadWalker::kMaxThreads);
   process_stat_.reset(interp.pid, interp.pid);
+  gc_.prepare(reader_);
+  if (gc_.state_len() > 0) {
+    const uint64_t gil = interp.gil_addr, gc = gc_.state_addr();
+    const uint64_t lo = std::min(gil, gc), hi = std::max(gil + gil_bytes_.size(), gc + gc_.state_len());
+    if (hi - lo <= kMaxSpan) {
+      span_addr_ = lo;
+      span_bytes_.resize(hi - lo);
+      gil_in_span_ = gil - lo;
+      gc_.read_state_into(span_bytes_.data() + (gc - lo));
+    }
+  }
 }
 
 const char* to_string(TargetEnd e) {
@@ -95,6 +107,9 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   const int64_t dur = at - t.since_ns;
   if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  const auto slot = static_cast<size_t>(&t - tracks_.data());  // a running collection counts its waits
+  if (t.role == GilRole::kHolding) gc_.hold_closed(slot, at);
+  if (t.role == GilRole::kWaiting) gc_.wait_closed(slot, t.since_ns, at);
   t.role = role;
   t.since_ns = at;
 }
@@ -211,9 +226,14 @@ bool ProcessSampler::poll(int64_t t_now) {
   // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
   //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
   size_t nregions = 0;
-  regions_[nregions++] = {interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
+  const bool gc_now = gc_.wants_read(t_now);  // the GC state too (with the GIL where they lie together)
+  const bool in_span = gc_now && !span_bytes_.empty();
+  regions_[nregions++] = in_span ? ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()}
+                                 : ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
   const bool watching = watched_ >= 0 && tracks_[watched_].active;
   if (watching) regions_[nregions++] = {walker_.identity_addr(tracks_[watched_].ref), &watched_word_, 8};
+  const size_t core = nregions;  // then the GC state, in the same read
+  if (gc_now) nregions += gc_.add_regions(std::span<ReadRegion>(regions_).subspan(nregions));
   size_t got = 0;
   try {
     got = reader_.read({regions_.data(), nregions});
@@ -241,7 +261,8 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   unreadable_since_ns_ = -1;
   counters_.polls.fetch_add(1, std::memory_order_relaxed);
-  const GilSample g = decode_gil(gil_bytes_.data(), interp_.layout.gil);
+  const GilSample g =
+      decode_gil(in_span ? span_bytes_.data() + gil_in_span_ : gil_bytes_.data(), interp_.layout.gil);
   if (!started_) {
     prev_ = g;
     t_prev_ = t_now;
@@ -256,7 +277,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   // 2. Thread list upkeep: a vanished or reused thread state (its identity word changed), an unknown holder,
   //    or time. A thread state freed and reused by a new thread can become the holder again without moving
   //    last_holder or switch_number, which is why the last holder's identity is read at every poll.
-  bool dirty = got < nregions || (watching && watched_word_ != tracks_[watched_].identity);
+  bool dirty = got < core || (watching && watched_word_ != tracks_[watched_].identity);
   int last = find_track(g.last_holder);  // the last holder's track; the holder's when the GIL is locked
   if (!dirty && g.last_holder != 0) {
     if (last < 0) {
@@ -270,6 +291,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   if (walk_incomplete_) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
   if (periodic) check_stopped(t_mid);
+  if (periodic) gc_.prepare(reader_);  // 3.15+: until the GC's statistics are found
   if (dirty || periodic) {
     rewalk(t_mid);
     last_walk_ns_ = t_now;
@@ -332,6 +354,19 @@ bool ProcessSampler::poll(int64_t t_now) {
     apply_task_state(tracks_[asked_[k].first], asked_[k].second, g, unseen_handoffs, no_room_in_wait, t_mid);
   }
   if (g.waiters != prev_.waiters) emit(raw::Waiters{.ts = t_now, .n = g.waiters});
+  // 6. The garbage collector, read with the GIL: a collection began, ended, or ran unseen between polls.
+  GcTracker::Holder collector;
+  if (holder >= 0 && tracks_[holder].role == GilRole::kHolding) {
+    collector = {.slot = holder, .tid = tracks_[holder].ref.tid, .hold_since = tracks_[holder].since_ns};
+  }
+  if (gc_now) gc_.observe(got == nregions, t_now, collector);
+  if (gc_.closing()) {
+    for (const uint16_t i : active_) {
+      if (tracks_[i].role == GilRole::kWaiting) gc_.open_wait(i, tracks_[i].since_ns);
+    }
+    gc_.close();
+  }
+  activity_.collecting = gc_.collecting();
   note_activity(g, delta, dirty, t_now, t_mid);
   holder_ = holder;
   watched_ = last;
@@ -387,6 +422,7 @@ void ProcessSampler::finish(int64_t t_end) {
     t.active = false;
   }
   active_.clear();
+  gc_.finish(t_end);  // after the waits it counts were closed
 }
 
 }  // namespace gilspy::sampler

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "raw/records.hpp"
+#include "sampler/gc_tracker.hpp"
 #include "sampler/interpreter.hpp"
 #include "sampler/poll_schedule.hpp"
 #include "sampler/record_queue.hpp"
@@ -70,6 +71,10 @@ struct SamplerCounters {
 
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
+  bool read_gc = true;                  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
+  // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
+  // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
+  int64_t gc_read_period_ns = 150'000;
 };
 
 class ProcessSampler {
@@ -97,6 +102,8 @@ class ProcessSampler {
   bool truncated_threads() const { return truncated_; }
   // Why it ended (after the poll thread is done with it).
   TargetEnd end_cause() const { return end_cause_; }
+  // The garbage collector's side (why it is not recorded, if it is not).
+  const GcTracker& gc() const { return gc_; }
 
  private:
   struct Track {
@@ -132,7 +139,7 @@ class ProcessSampler {
   std::vector<uint16_t> active_;                       // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;                 // kMaxThreads
   std::vector<std::pair<uint16_t, TaskState>> asked_;  // kMaxThreads: one poll's kernel answers
-  std::array<ReadRegion, 2> regions_;
+  std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll
@@ -158,6 +165,13 @@ class ProcessSampler {
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
+  GcTracker gc_;
+  // Where the GC state lies in the same struct as the GIL (3.8: _PyRuntime; 3.12+: the interpreter), one
+  // region covers both: no extra region (and page pin) per poll. span_bytes_ empty: separate regions.
+  static constexpr size_t kMaxSpan = 8192;
+  uint64_t span_addr_ = 0;
+  std::vector<uint8_t> span_bytes_;
+  size_t gil_in_span_ = 0;
 };
 
 }  // namespace gilspy::sampler

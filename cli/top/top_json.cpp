@@ -15,8 +15,20 @@ nlohmann::json or_null(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+nlohmann::json gc_figures(const std::optional<GcFigures>& g) {
+  if (!g) return nullptr;
+  return {{"collections", {g->collections[0], g->collections[1], g->collections[2]}},
+          {"timed", g->timed},
+          {"pause_s", seconds(g->pause_ns)},
+          {"longest_pause_s", seconds(g->longest_ns)},
+          {"time_share", g->time_share},
+          {"wait_share", or_null(g->wait_share)},
+          {"enabled", g->enabled}};
+}
+
 nlohmann::json process_figures(const ProcessFigures& f) {
-  return {{"duration_s", seconds(f.duration_ns)},
+  return {{"gc", gc_figures(f.gc)},
+          {"duration_s", seconds(f.duration_ns)},
           {"gil_busy", f.gil_busy_share},
           {"mean_waiters", or_null(f.mean_waiters)},
           {"max_waiters", or_null(f.max_waiters)},

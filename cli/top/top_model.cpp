@@ -90,6 +90,25 @@ void TopModel::stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, s
   if (!extra.empty()) p.extra = std::move(extra);
 }
 
+void TopModel::gc_collection(uint32_t id, int32_t generation, int64_t ts_ns, int64_t dur_ns,
+                             int64_t wait_ns) {
+  Process& p = process(id);
+  p.note(ts_ns);
+  p.gc.collection(generation, dur_ns, wait_ns);
+}
+
+void TopModel::gc_untimed(uint32_t id, int32_t generation, uint64_t n, int64_t ts_ns) {
+  Process& p = process(id);
+  p.note(ts_ns);
+  p.gc.untimed(generation, n);
+}
+
+void TopModel::gc_settings(uint32_t id, bool enabled, int64_t ts_ns) {
+  Process& p = process(id);
+  p.note(ts_ns);
+  p.gc.settings(enabled);
+}
+
 void TopModel::process_ended(uint32_t id, int64_t ts_ns) {
   Process& p = process(id);
   p.note(ts_ns);
@@ -146,6 +165,7 @@ ProcessRow TopModel::close_process(Process& p, int64_t now_ns) {
   const int64_t until = row.ended ? std::min(now_ns, p.ended_ns) : now_ns;
   p.waiters.close_window(until, b, row.interval, row.total);
   p.polls.close_window(now_ns, row.ended, row.interval, row.total, row.warning);
+  p.gc.close_window(row);
   p.busy_window_ns = 0;
   if (row.ended) ++p.shown_after_end;
   return row;
@@ -170,6 +190,7 @@ void TopModel::reset(int64_t now_ns) {
     p.busy_window_ns = p.busy_total_ns = 0;
     p.waiters.reset_totals();
     p.polls.reset_totals();
+    p.gc.reset_totals();
     for (auto& [tid, t] : p.threads) t.account.reset_totals();
   }
 }

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli/top/gc_account.hpp"
 #include "cli/top/process_gauges.hpp"
 #include "cli/top/thread_account.hpp"
 #include "cli/top/top_types.hpp"
@@ -37,6 +38,10 @@ class TopModel {
   void waiters(uint32_t id, int64_t ts_ns, int n);
   void stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, std::vector<Figure> extra = {});
   void process_ended(uint32_t id, int64_t ts_ns);
+  // A garbage collection that ended (dur_ns timed; wait_ns: GIL waiting during it), or `n` too short to time.
+  void gc_collection(uint32_t id, int32_t generation, int64_t ts_ns, int64_t dur_ns, int64_t wait_ns);
+  void gc_untimed(uint32_t id, int32_t generation, uint64_t n, int64_t ts_ns);
+  void gc_settings(uint32_t id, bool enabled, int64_t ts_ns);  // gc.isenabled(), first and on change
 
   TopSnapshot snapshot(int64_t now_ns);  // closes the window [previous snapshot, now_ns]
   void reset(int64_t now_ns);            // totals and the window restart at now_ns
@@ -57,6 +62,7 @@ class TopModel {
     WaiterGauge waiters;
     PollTracker polls;
     std::vector<Figure> extra;
+    GcAccount gc;
     int64_t busy_window_ns = 0, busy_total_ns = 0;
 
     void note(int64_t ts_ns);  // the process's life in the model starts at its first event

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.hpp"
+#include "cli/top/gc_format.hpp"
 
 namespace gilspy::top {
 
@@ -61,6 +62,8 @@ Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, 
   Group g;
   g.head.push_back(process_line(p));
   for (Line& l : figure_lines(p, totals, width)) g.head.push_back(std::move(l));
+  if (const auto& gc = (totals ? p.total : p.interval).gc)
+    g.head.push_back(Line{{{"  " + gc_row_text(*gc), Style::kPlain}}, false});
   if (!p.warning.empty()) g.head.push_back(Line{{{"  ! " + escape_for_terminal(p.warning), Style::kWarn}}, false});
   g.head.push_back(table_heading(layout));
   for (const ThreadRow* t : sorted_threads(p, sort, totals)) g.rows.push_back(table_row(layout, *t, totals));

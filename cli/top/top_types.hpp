@@ -56,6 +56,17 @@ struct ThreadRow {
   ThreadFigures interval, total;
 };
 
+// The garbage collector over one period (issue 9; cli/top/gc_account.hpp): a collection counts in the period
+// it ended in.
+struct GcFigures {
+  uint64_t collections[3] = {0, 0, 0};   // per generation, timed or counted between two polls
+  uint64_t timed = 0;                    // of them, seen running
+  int64_t pause_ns = 0, longest_ns = 0;  // the timed ones
+  double time_share = 0;                 // pause_ns / the period
+  std::optional<double> wait_share;      // GIL waiting during collections / all GIL waiting; empty: none
+  bool enabled = true;                   // gc.isenabled() as last read
+};
+
 // One process over one period. Figures from poll statistics are empty when no stats tick fell in the period.
 struct ProcessFigures {
   int64_t duration_ns = 0;  // the process's life inside the period
@@ -66,6 +77,7 @@ struct ProcessFigures {
   std::optional<double> coverage;  // hand-offs seen / happened; 1 when none happened
   std::optional<double> poll_rate_hz;
   uint64_t late_polls = 0, missed_polls = 0;
+  std::optional<GcFigures> gc;  // empty until the GC state was read (a version gilspy reads it for)
 };
 
 struct ProcessRow {

@@ -24,10 +24,12 @@ class FakeMemoryReader final : public MemoryReader {
   void unmap(uint64_t addr) { segments_.erase(addr); }
   void set_gone(bool gone) { gone_ = gone; }
   size_t reads() const { return reads_; }
+  size_t last_regions() const { return last_regions_; }  // how many regions the last read() asked for
 
   size_t read(std::span<const ReadRegion> regions) override {
     if (gone_) throw Error(ErrorKind::kNoSuchProcess, "process has exited");
     ++reads_;
+    last_regions_ = regions.size();
     size_t done = 0;
     for (const auto& r : regions) {
       uint8_t* src = find(r.remote, r.len);
@@ -54,6 +56,7 @@ class FakeMemoryReader final : public MemoryReader {
   std::map<uint64_t, std::vector<uint8_t>> segments_;
   bool gone_ = false;
   size_t reads_ = 0;
+  size_t last_regions_ = 0;
 };
 
 }  // namespace gilspy::sampler

@@ -7,9 +7,10 @@
 // - The document is {"traceEvents":[...], ...} or a bare array of events.
 // - Events are "X", "I", "C" or "M" (MindStudio reads no "i", DevTools draws no "i"), with integer pid and
 //   tid and, but for "M", a number ts; an "X" has a number dur >= 0.
-// - On each lane (pid, tid), the "X" and "I" events ordered by (ts, dur) (an "I" counts as dur 0) satisfy
-//   ts_i + dur_i <= ts_{i+1}, added as doubles: DevTools' trace engine drops an entry that starts inside the
-//   previous one and ends after it, and a one-ulp overshoot is enough.
+// - On each lane (pid, tid), the "X" and "I" events ordered by start follow one another:
+//   ts_i + dur_i <= ts_{i+1}, added as doubles, unless an "X" lies wholly inside the one before (ends, as ts + dur in doubles, no later
+//   than it: a gc slice inside its hold_gil). DevTools' trace engine drops an entry that starts inside the
+//   previous one and ends after it, and a one-ulp overshoot is enough; an instant inside a slice is an error.
 #include <cstddef>
 #include <string>
 #include <string_view>

@@ -800,6 +800,17 @@ TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
   CHECK(tc::check_chrome_trace(trace(R"({"ph":"C","name":"x","pid":1,"tid":2,"ts":"1.000"})")).problem_count == 1);
   CHECK_FALSE(tc::check_chrome_trace(R"({"events":[]})").ok());
   CHECK_FALSE(tc::check_chrome_trace("{").ok());
+
+  // A slice wholly inside another is nested (a gc slice in its hold_gil), also when both start together;
+  // one that ends after its parent, even by one ulp of the sum, is not.
+  const std::string hold = R"({"ph":"X","name":"hold_gil","pid":1,"tid":2,"ts":4059637.649,"dur":10597.361})";
+  const std::string gc_in = R"({"ph":"X","name":"gc","pid":1,"tid":2,"ts":4059637.649,"dur":10597.361})";
+  const std::string gc_mid = R"({"ph":"X","name":"gc","pid":1,"tid":2,"ts":4060000.000,"dur":100.000})";
+  const std::string gc_out = R"({"ph":"X","name":"gc","pid":1,"tid":2,"ts":4060000.000,"dur":10235.011})";
+  CHECK(tc::check_chrome_trace(trace(gc_in + "," + hold + "," + b)).ok());
+  CHECK(tc::check_chrome_trace(trace(hold + "," + gc_mid + "," + at_end)).ok());
+  CHECK(tc::check_chrome_trace(trace(hold + "," + gc_out)).problem_count == 1);
+  CHECK(tc::check_chrome_trace(trace(hold + "," + gc_mid + "," + inside)).problem_count == 1);
 }
 
 TEST_CASE("convert: a finished file with one bad byte is refused as corrupt; --salvage converts what precedes it") {

@@ -59,7 +59,7 @@ struct Values14 {
   uint64_t interp_size = 100000, id = 7311, next = 7303, threads_head = 7383, threads_main = 7391, gc = 7440,
            ceval_gil = 24, gil = 9000, gil_enabled = 0, gil_locked = 9016, gil_holder = 9008;
   uint64_t tstate_size = 4000, tstate_prev = 0, tstate_next = 8, tstate_interp = 16, thread_id = 168, native_thread_id = 176;
-  uint64_t gc_size = 400, collecting = 192;
+  uint64_t gc_size = 240, collecting = 192;  // 3.14.0's incremental collector (3.14.5+: 264)
   bool free_threaded = false;
 };
 
@@ -94,8 +94,8 @@ Blob blob_3_14(const Values14& v, uint64_t version = kV3_14_0) {
 namespace p13 {
 constexpr size_t interpreters_head = 40, interp_id = 56, interp_next = 64, interp_threads_head = 72,
                  interp_gc = 80, interp_ceval_gil = 112, interp_gil = 120, interp_gil_locked = 136,
-                 interp_gil_holder = 144, tstate_prev = 160, tstate_next = 168, tstate_interp = 176, tstate_thread_id = 192,
-                 tstate_native_thread_id = 200;
+                 interp_gil_holder = 144, tstate_prev = 160, tstate_next = 168, tstate_interp = 176,
+                 tstate_thread_id = 192, tstate_native_thread_id = 200, gc_size = 568, gc_collecting = 576;
 }  // namespace p13
 
 constexpr uint64_t kGil3_13 = 7752;  // offsetof(PyInterpreterState, _gil) in pyenv's 3.13.0
@@ -117,6 +117,8 @@ Blob blob_3_13_from_table() {
   b.put(p13::tstate_interp, t.tstate.interp);
   b.put(p13::tstate_thread_id, t.tstate.thread_id);
   b.put(p13::tstate_native_thread_id, *t.tstate.native_thread_id);
+  b.put(p13::gc_size, 240);
+  b.put(p13::gc_collecting, t.gc.collecting);
   return b;
 }
 
@@ -205,6 +207,43 @@ TEST_CASE("3.14 layout built from the debug offsets") {
   CHECK(l.gc.offset == v.gc);
   CHECK(l.gc.known);
   CHECK(l.gc.collecting == v.collecting);
+  // 3.14.0: the incremental collector (young, old[2]; counts by visited_space).
+  CHECK(l.gc.incremental);
+  CHECK(l.gc.visited_space == 232);
+  CHECK(l.gc.stats == 120);
+  CHECK(l.gc.stats_home == gl::GcStatsHome::kInline);
+}
+
+TEST_CASE(
+    "3.14 GC state: Py_Version tells the incremental collector (3.14.0-3.14.4) from the generational one") {
+  Values14 v;
+  v.gc_size = 264;
+  const gl::Layout g =
+      gl::resolve_layout(gilspy::elf::version_from_hex(0x030E0AF0), blob_3_14(v, 0x030E0AF0).span());
+  REQUIRE(g.gc.known);
+  CHECK_FALSE(g.gc.incremental);
+  CHECK(g.gc.generations == 24);
+  CHECK(g.gc.stats == 120);
+  CHECK(g.gc.collecting == 192);
+  // 3.14.5's block claiming 3.14.4's size (or the reverse): the collector is not guessed.
+  v.gc_size = 240;
+  const gl::Layout bad =
+      gl::resolve_layout(gilspy::elf::version_from_hex(0x030E05F0), blob_3_14(v, 0x030E05F0).span());
+  CHECK_FALSE(bad.gc.known);
+  CHECK(std::string(bad.gc.why_unknown).find("generational") != std::string::npos);
+  v.gc_size = 264;
+  const gl::Layout bad4 =
+      gl::resolve_layout(gilspy::elf::version_from_hex(0x030E04F0), blob_3_14(v, 0x030E04F0).span());
+  CHECK_FALSE(bad4.gc.known);
+  CHECK(bad4.gil.locked == 16);  // the GIL is still read
+}
+
+TEST_CASE("3.13: a GC state the block places elsewhere is left unread; the GIL still is") {
+  Blob b = blob_3_13_from_table();
+  b.put(p13::gc_collecting, 208);
+  const gl::Layout l = gl::resolve_layout(gilspy::elf::version_from_hex(kV3_13_0), b.span());
+  CHECK_FALSE(l.gc.known);
+  CHECK(l.gil.locked == 16);
 }
 
 TEST_CASE("free-threaded 3.14: layout says so and the GIL fields move by 8") {

@@ -49,7 +49,8 @@ constexpr size_t interp_size = 0x30, interp_id = 0x38, interp_next = 0x40, inter
                  interp_gil_locked = 0x90, interp_gil_holder = 0x98;
 constexpr size_t tstate_size = 0xb0, tstate_prev = 0xb8, tstate_next = 0xc0, tstate_interp = 0xc8,
                  tstate_thread_id = 0xf0, tstate_native_thread_id = 0xf8, tstate_holds_gil = 0x110;
-constexpr size_t gc_size = 0x2f0, gc_collecting = 0x2f8;
+constexpr size_t gc_size = 0x2f0, gc_collecting = 0x2f8, gc_generation_stats_size = 0x308,
+                 gc_generation_stats = 0x310;
 constexpr size_t block_end = 0x378;  // sizeof(_Py_DebugOffsets) in 3.15
 }  // namespace p15
 
@@ -60,7 +61,7 @@ struct Values15 {
            gil = 7736, gil_enabled = 0, gil_locked = 7752, gil_holder = 7744;
   uint64_t tstate_size = 888, tstate_prev = 0, tstate_next = 8, tstate_interp = 16, thread_id = 176,
            native_thread_id = 184, holds_gil = 36;
-  uint64_t gc_size = 176, collecting = 112;
+  uint64_t gc_size = 176, collecting = 112, generation_stats_size = 0x460, generation_stats = 0x68;
   bool free_threaded = false;
 };
 
@@ -88,6 +89,8 @@ Blob blob_3_15(const Values15& v, uint64_t version = kV3_15_2) {
   b.put(p15::tstate_holds_gil, v.holds_gil);
   b.put(p15::gc_size, v.gc_size);
   b.put(p15::gc_collecting, v.collecting);
+  b.put(p15::gc_generation_stats_size, v.generation_stats_size);
+  b.put(p15::gc_generation_stats, v.generation_stats);
   return b;
 }
 
@@ -151,7 +154,7 @@ TEST_CASE("3.15 _Py_DebugOffsets: every field gilspy uses is read from its own p
   CHECK_FALSE(d->gc_stats_inline);
 }
 
-TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC counters not described") {
+TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC statistics behind a pointer") {
   const Values15 v;
   const gl::Layout l = gl::resolve_layout(version(kV3_15_2), blob_3_15(v).span());
   CHECK(l.minor == 15);
@@ -167,7 +170,30 @@ TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC counters no
   CHECK(l.tstate.holds_gil_bit == -1);
   CHECK(l.gil.locked == 16);
   CHECK(l.gil.last_holder == 8);
-  CHECK_FALSE(l.gc.known);  // generation stats behind a pointer in 3.15
+  // The GC state: generation stats behind a pointer, ring buffers (gc_layouts.cpp).
+  CHECK(l.gc.known);
+  CHECK(l.gc.offset == v.gc);
+  CHECK(l.gc.enabled == 0);
+  CHECK(l.gc.generations == 8);
+  CHECK(l.gc.collecting == v.collecting);
+  CHECK(l.gc.stats_home == gl::GcStatsHome::kRing);
+  CHECK(l.gc.stats == v.generation_stats);
+  CHECK(l.gc.ring_index[0] == 704);
+  CHECK(l.gc.ring_index[2] == 1104);
+  CHECK(l.gc.ring_size <= v.generation_stats_size);
+  CHECK_FALSE(l.gc.incremental);
+}
+
+TEST_CASE("3.15 GC state: a block that places its fields elsewhere leaves the GC unread, not the GIL") {
+  for (auto change : {+[](Values15& v) { v.collecting = 120; }, +[](Values15& v) { v.generation_stats = 96; },
+                      +[](Values15& v) { v.generation_stats_size = 1000; }}) {
+    Values15 v;
+    change(v);
+    const gl::Layout l = gl::resolve_layout(version(kV3_15_2), blob_3_15(v).span());
+    CHECK_FALSE(l.gc.known);
+    CHECK(std::string(l.gc.why_unknown).size() > 10);
+    CHECK(l.gil.locked == 16);
+  }
 }
 
 TEST_CASE("3.15 _Py_DebugOffsets: offsets outside their structure, and short reads, are refused") {

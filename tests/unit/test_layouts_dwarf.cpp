@@ -231,6 +231,11 @@ void check_layout(const Layout& l, const Install& install) {
   expect(v, "gc.stats_stride (sizeof struct gc_generation_stats)", l.gc.stats_stride,
          d.size_of("gc_generation_stats"));
   expect(v, "gc.stats_collections", l.gc.stats_collections, d.offset_of("gc_generation_stats", "collections"));
+  expect(v, "gc.stats_collected", l.gc.stats_collected, d.offset_of("gc_generation_stats", "collected"));
+  expect(v, "gc.stats_uncollectable", l.gc.stats_uncollectable,
+         d.offset_of("gc_generation_stats", "uncollectable"));
+  CHECK_FALSE(l.gc.incremental);
+  CHECK(l.gc.stats_home == gilspy::layouts::GcStatsHome::kInline);
   // generations[generations_count] is followed by `generation0`; generation_stats[] ends before `collecting`.
   expect(v, "gc.generations_count (generation0 follows generations[])",
          l.gc.generations + static_cast<uint64_t>(l.gc.generations_count) * l.gc.generation_stride,

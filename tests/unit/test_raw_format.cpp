@@ -80,6 +80,24 @@ std::vector<raw::Record> sample_records() {
   v.push_back(raw::Hold{31337, 1020, 0});  // a zero-length hold is still a hold
   v.push_back(raw::ProcessStopped{.ts = 1100, .dur = 400});
   v.push_back(raw::ThreadStart{.tid = 31350, .ts = 1600, .tstate = 0x5555, .name = "in a container", .ns_tid = 3});
+  // The garbage collector's kinds (format_version 3).
+  v.push_back(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}});
+  v.push_back(raw::GcCounts{.ts = 5, .count = {123, 4, 5}});
+  v.push_back(raw::GcCollection{.tid = 31337,
+                                .ts = 100,
+                                .dur = 800,
+                                .generation = 2,
+                                .collected = 4096,
+                                .uncollectable = 1,
+                                .waiters = 1,
+                                .wait_ns = 700,
+                                .hold_lead = 80,
+                                .held_dur = 800});
+  v.push_back(
+      raw::GcCollection{.tid = 0, .ts = 1200, .dur = 50, .generation = -1, .hold_lead = -1, .held_dur = 0});
+  v.push_back(
+      raw::GcUntimed{.ts = 950, .window = 100, .generation = 0, .n = 2, .collected = 7, .uncollectable = 0});
+  v.push_back(raw::GcSettings{.ts = 1500, .enabled = false, .threshold = {700, 10, 10}});
   return v;
 }
 
@@ -160,7 +178,7 @@ TEST_CASE("raw format: Writer then read gives back the meta, every record kind a
   }
   REQUIRE(fs::exists(final_path));
   const std::string text = slurp(final_path);
-  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":2,\n\"meta\":{", 0) == 0);
+  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":3,\n\"meta\":{", 0) == 0);
   CHECK(nlohmann::json::parse(text).is_object());
 
   const ReadBack rb = read_text(text);

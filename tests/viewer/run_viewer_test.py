@@ -2,7 +2,8 @@
 convert (each process alone and both merged), and load every trace into the DevTools trace engine
 (check_trace_engine.mjs; npm @paulirish/trace_engine, pinned in package.json and installed by
 scripts/setup.sh with `npm ci`). Every hold_gil / take_gil slice, drop_gil mark and gil_waiters slice of a file
-must be among the entries the engine puts on its track; every trace also passes gilspy_trace_check.
+must be among the entries the engine puts on its track; every trace also passes gilspy_trace_check. A third
+recording, of examples/gc_training_loop.py, adds gc slices nested in hold_gil, the GC lane and its instants.
 
 usage: run_viewer_test.py INTERPRETER --gilspy PATH --trace-check PATH
 
@@ -53,6 +54,23 @@ def load_in_devtools(node, paths):
     print(out.stdout, end="")
     check(out.returncode == 0, f"the DevTools trace engine left events out (exit {out.returncode}):\n"
                                f"{out.stdout}{out.stderr}")
+    return out.stdout
+
+
+def record_gc(gilspy, python, d):
+    """The bundled GC example: gc slices nested in hold_gil on the main thread's lane, a GC lane with
+    instants, a waiting data-loader thread. Its trace must be drawn whole too."""
+    out_dir = os.path.join(d, "gc")
+    os.mkdir(out_dir)
+    example = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "gc_training_loop.py")
+    run_gilspy(gilspy, "record", "-q", "-o", out_dir, "--", python, example, "--steps", 12, check_rc=0)
+    raw_path = harness.single_raw(out_dir)
+    raw = Raw(raw_path)
+    timed = sum(1 for e in raw.events if e[0] == "G" and e[9] >= 0)
+    check(timed > 0, "the GC example's recording has no collection on a thread's lane")
+    trace = raw_path.replace(".json", ".trace.json")
+    harness.check_trace(trace, raw)
+    return trace
 
 
 def record(gilspy, python, d, threads, rank):
@@ -88,7 +106,11 @@ def scenario(gilspy, python, node):
     run_gilspy(gilspy, "convert", *[x for p in raws for x in ("-i", p)], "-o", merged, check_rc=0)
     harness.check_trace(merged, list(raws.values()))
     traces.append(merged)
-    load_in_devtools(node, traces)
+    gc_trace = record_gc(gilspy, python, d)
+    traces.append(gc_trace)
+    shown = load_in_devtools(node, traces)
+    gc_line = [line for line in shown.splitlines() if line.startswith(gc_trace)]
+    check(gc_line and "gc (X)" in gc_line[0], f"the DevTools trace engine saw no gc slices in {gc_trace}: {gc_line}")
     shutil.rmtree(d, ignore_errors=True)
 
 

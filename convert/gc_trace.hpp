@@ -1,0 +1,61 @@
+#pragma once
+// The garbage collector in a Chrome trace (issue 9), written by convert_to_chrome_trace() per input:
+//
+// - a "gc" slice per timed collection on the collecting thread's lane, nested inside the hold_gil slice it
+// ran
+//   in (the part of the collection inside that hold: raw::GcCollection::held_dur), args generation,
+//   collected, uncollectable, waiters (threads that waited for the GIL during it) and gil_wait_ms;
+// - the same slices on a process-level lane "GC" (tid kGcTid), where collections too short to time between
+//   two polls are "gc" instants carrying their count (args count, generation, window_us: where they
+//   happened);
+// - counters: "gc_count" (gen0, gen1, gen2: what gc.get_count() prints) and "gc_enabled" (1/0: a run-time
+//   gc.disable() shows), with the thresholds as "gc_threshold".
+//
+// Nesting keeps the lane rule of chrome_trace.hpp in the viewers' double arithmetic: the child ends, as
+// ts + dur added as doubles, no later than its parent does.
+#include <cstdint>
+#include <string_view>
+
+#include "raw/records.hpp"
+
+namespace gilspy::convert {
+
+// The process-level GC lane, beside the "GIL waiters" lane (kWaitersTid, chrome_trace.hpp).
+inline constexpr int64_t kGcTid = 4'194'305;
+
+// Where the GC events go: chrome_trace.cpp's event writer. Times are ns on the trace's timeline.
+class TraceOut {
+ public:
+  virtual ~TraceOut() = default;
+  virtual void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
+                     std::string_view args) = 0;
+  virtual void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
+                       std::string_view args) = 0;
+  virtual void counter(std::string_view name, int64_t pid, int64_t ts_ns, std::string_view args) = 0;
+  virtual void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view key,
+                        std::string_view value) = 0;
+};
+
+// The end (ns) to write for a child slice [start_ns, end_ns) nested in a parent slice that begins at
+// parent_start_ns and ends at or after end_ns: end_ns, or a few ns less, so that start + dur as doubles stays
+// within the parent's start + dur as doubles (both written with reader_safe_dur_ns()).
+int64_t nested_end_ns(int64_t parent_start_ns, int64_t start_ns, int64_t end_ns);
+
+class GcLanes {
+ public:
+  // `offset_ns`: the input's offset on the trace's timeline.
+  void begin(TraceOut& out, int64_t pid, int64_t offset_ns);
+  void collection(const raw::GcCollection& x);
+  void untimed(const raw::GcUntimed& x);
+  void counts(const raw::GcCounts& x);
+  void settings(const raw::GcSettings& x);
+
+ private:
+  void name_lane();
+  TraceOut* out_ = nullptr;
+  int64_t pid_ = 0;
+  int64_t offset_ns_ = 0;
+  bool lane_named_ = false;
+};
+
+}  // namespace gilspy::convert

@@ -1,0 +1,76 @@
+#include "raw/gc_lines.hpp"
+
+#include <cstdint>
+
+namespace gilspy::raw {
+
+using nlohmann::json;
+
+std::string gc_line(const GcCollection& x) {
+  return json::array({"G", x.tid, x.ts, x.dur, x.generation, x.collected, x.uncollectable, x.waiters,
+                      x.wait_ns, x.hold_lead, x.held_dur})
+      .dump();
+}
+std::string gc_line(const GcUntimed& x) {
+  return json::array({"GI", x.ts, x.window, x.generation, x.n, x.collected, x.uncollectable}).dump();
+}
+std::string gc_line(const GcCounts& x) {
+  return json::array({"GC", x.ts, x.count[0], x.count[1], x.count[2]}).dump();
+}
+std::string gc_line(const GcSettings& x) {
+  return json::array({"GS", x.ts, x.enabled ? 1 : 0, x.threshold[0], x.threshold[1], x.threshold[2]}).dump();
+}
+
+Record gc_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
+  // The same bounds as the other kinds (raw_format.cpp): times and durations within 2^60 ns, so that every
+  // sum a reader forms stays far from overflow.
+  constexpr int64_t kMaxNs = int64_t{1} << 60;
+  auto num = [&](size_t i) -> int64_t {
+    if (i >= a.size() || !a[i].is_number_integer())
+      throw bad("has no integer at position " + std::to_string(i));
+    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      throw bad("has a number out of range at position " + std::to_string(i));
+    }
+    return a[i].get<int64_t>();
+  };
+  auto within = [&](size_t i, int64_t lo, int64_t hi) {
+    const int64_t v = num(i);
+    if (v < lo || v > hi) throw bad("has a value out of range at position " + std::to_string(i));
+    return v;
+  };
+  auto moment = [&](size_t i) { return within(i, -kMaxNs, kMaxNs); };
+  auto duration = [&](size_t i) { return within(i, 0, kMaxNs); };
+  auto count = [&](size_t i) { return static_cast<uint64_t>(within(i, 0, INT64_MAX)); };
+  auto generation = [&](size_t i, int32_t lowest) { return static_cast<int32_t>(within(i, lowest, 2)); };
+  const std::string tag = a[0].get<std::string>();
+  if (tag == "G") {
+    GcCollection r{.tid = num(1),
+                   .ts = moment(2),
+                   .dur = duration(3),
+                   .generation = generation(4, -1),
+                   .collected = count(5),
+                   .uncollectable = count(6),
+                   .waiters = count(7),
+                   .wait_ns = duration(8),
+                   .hold_lead = within(9, -1, kMaxNs),
+                   .held_dur = duration(10)};
+    if (r.held_dur > r.dur) throw bad("has a held part longer than the collection");
+    return r;
+  }
+  if (tag == "GI") {
+    return GcUntimed{.ts = moment(1),
+                     .window = duration(2),
+                     .generation = generation(3, 0),
+                     .n = count(4),
+                     .collected = count(5),
+                     .uncollectable = count(6)};
+  }
+  if (tag == "GC") return GcCounts{.ts = moment(1), .count = {num(2), num(3), num(4)}};
+  if (tag == "GS") {
+    return GcSettings{
+        .ts = moment(1), .enabled = within(2, 0, 1) == 1, .threshold = {num(3), num(4), num(5)}};
+  }
+  throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
+}
+
+}  // namespace gilspy::raw
