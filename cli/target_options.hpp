@@ -27,6 +27,8 @@ struct TargetArgs {
   bool subprocesses = false;    // also the targets' Python descendants, as they appear
   bool no_follow = false;       // every-Python-process mode: only those running at the start
   bool accelerator = false;     // found processes: only those holding an accelerator device open
+  int stack_depth = 64;         // innermost Python frames kept per stack sample
+  bool no_stacks = false;       // neither stacks nor Python thread names
   CLI::Option* rate_option = nullptr;
 
   // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).

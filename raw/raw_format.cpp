@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "raw/stack_lines.hpp"
 
 namespace gilspy::raw {
 
@@ -95,6 +96,11 @@ std::optional<std::string> record_line(const Record& r) {
             return json::array({"P", x.ts, x.dur}).dump();
           },
           [](const ThreadState&) -> std::optional<std::string> { return std::nullopt; },
+          [](const FrameDef& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const StackDef& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const ThreadName& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const StackSample& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const StackStats& x) -> std::optional<std::string> { return stack_line(x); },
       },
       r);
 }
@@ -290,7 +296,9 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
-  if (!a.is_array() || a.empty() || !a[0].is_string() || a[0].get<std::string>().size() != 1) {
+  // One letter, or (the stack kinds, format_version 3) two starting with F or K.
+  const std::string tag = a.is_array() && !a.empty() && a[0].is_string() ? a[0].get<std::string>() : "";
+  if (tag.empty() || (tag.size() != 1 && !(tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K')))) {
     throw bad("is not [\"<kind>\", ...]");
   }
   auto num = [&](size_t i) -> int64_t {
@@ -331,7 +339,10 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
       return Stats{.ts = moment(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
                    .handoffs_total = count(6)};
     case 'P': return ProcessStopped{.ts = num(1), .dur = duration(2)};
-    case 'F': return std::nullopt;
+    case 'F':
+      if (tag.size() == 1 && a.size() == 1) return std::nullopt;  // ["F"]: the end of the events
+      return stack_record_from_json(a, tag, bad);
+    case 'K': return stack_record_from_json(a, tag, bad);
     default: throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
   }
 }

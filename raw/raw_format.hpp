@@ -4,7 +4,7 @@
 // `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format, whose second line is the
 // metadata, then one event per line, then the summary:
 //
-//   {"format":"gilspy-raw","format_version":2,
+//   {"format":"gilspy-raw","format_version":3,
 //   "meta":{...},
 //   "events":[
 //   ["T",tid,ts,"name",tstate],      thread seen (tstate: address of its PyThreadState)
@@ -14,6 +14,11 @@
 //   ["E",tid,ts],                    the thread is gone (or the recording ended)
 //   ["S",ts,polls,late,missed,seen,total]   counters so far (at each stats tick, 1 s by default)
 //   ["P",ts,dur],                    the whole process was stopped (SIGSTOP, a debugger) (format_version 2)
+//   ["F",id,ts,"qualname","file",line,first_line]   a frame: a function at a line (format_version 3)
+//   ["FS",id,ts,truncated,[frame ids]]              a stack, innermost frame first (format_version 3)
+//   ["K",tid,ts,since,"h"|"w",stack]                a stack sample of the hold / wait begun at since (3)
+//   ["KN",tid,ts,"name"]             the thread's Python name (threading.Thread.name) from ts on (3)
+//   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]   stack costs (3)
 //   ["F"]],                          end of events
 //   "summary":{...}}
 //
@@ -24,7 +29,8 @@
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
-// Versions: 2 added "P" (1 files read the same); the reader accepts every version up to kFormatVersion,
+// Versions: 2 added "P" (1 files read the same); 3 added the stack kinds "F" (with fields: ["F"] alone still
+// ends the events), "FS", "K", "KN", "KC" (2 files read the same); the reader accepts every version up to kFormatVersion,
 // says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
 // kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
 // stored kind does (older readers reject unknown kinds).
@@ -44,7 +50,7 @@
 namespace gilspy::raw {
 
 inline constexpr const char* kFormatName = "gilspy-raw";
-inline constexpr int kFormatVersion = 2;
+inline constexpr int kFormatVersion = 3;
 
 struct Meta {
   std::string gilspy_version;
@@ -113,7 +119,7 @@ class Writer {
 
 // What reading a file found.
 struct ReadResult {
-  int format_version = 0;      // as the file says (1 or 2 so far); 0 when it does not say
+  int format_version = 0;      // as the file says (1 to 3 so far); 0 when it does not say
   bool complete = false;       // the whole document parsed, summary included
   bool corrupt = false;        // (salvage only) damaged, not merely cut short: see problem
   size_t records = 0;

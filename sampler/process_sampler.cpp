@@ -42,6 +42,18 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       image_id_(process_image_id(interp.pid)) {
   active_.reserve(ThreadWalker::kMaxThreads);
   process_stat_.reset(interp.pid, interp.pid);
+  if (options_.stacks.enabled && interp.stack_layout.known) {
+    stacks_ = std::make_unique<StackSampler>(interp, reader, queue, target, options_.stacks, ThreadWalker::kMaxThreads);
+  }
+}
+
+void ProcessSampler::stack_work(int64_t deadline) {
+  if (stacks_ == nullptr || gone_) return;
+  try {
+    stacks_->work(deadline);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNoSuchProcess) throw;  // gone: the next poll ends the target
+  }
 }
 
 const char* to_string(TargetEnd e) {
@@ -86,6 +98,7 @@ void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {
     const Track& t = tracks_[i];
     emit(raw::ThreadState{.tid = t.ref.tid, .ts = t_now, .role = t.role, .since = t.since_ns});
   }
+  if (stacks_) stacks_->emit_stats(t_now);
 }
 
 void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
@@ -97,6 +110,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   t.role = role;
   t.since_ns = at;
+  if (stacks_) stacks_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
 }
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
@@ -137,6 +151,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       set_role(t, GilRole::kReleased, t_mid);
       emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
       tasks_.thread_removed(i);
+      if (stacks_) stacks_->thread_removed(i);
       t.active = false;
     }
   }
@@ -156,6 +171,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
+      if (stacks_) stacks_->thread_added(i, t.ref.tstate, t.ref.pthread_id, t.ref.tid, t_mid);
       emit(raw::ThreadStart{.tid = t.ref.tid,
                             .ts = t_mid,
                             .tstate = t.ref.tstate,
@@ -333,6 +349,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   if (g.waiters != prev_.waiters) emit(raw::Waiters{.ts = t_now, .n = g.waiters});
   note_activity(g, delta, dirty, t_now, t_mid);
+  if (stacks_) stacks_->after_poll(t_now, holder);
   holder_ = holder;
   watched_ = last;
   prev_ = g;
@@ -384,6 +401,7 @@ void ProcessSampler::finish(int64_t t_end) {
     set_role(t, GilRole::kReleased, t_end);
     emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_end});
     tasks_.thread_removed(i);
+    if (stacks_) stacks_->thread_removed(i);
     t.active = false;
   }
   active_.clear();

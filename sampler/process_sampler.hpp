@@ -16,6 +16,8 @@
 #include "sampler/interpreter.hpp"
 #include "sampler/poll_schedule.hpp"
 #include "sampler/record_queue.hpp"
+#include "sampler/stack_options.hpp"
+#include "sampler/stack_sampler.hpp"
 #include "sampler/task_cpu.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"
@@ -70,6 +72,7 @@ struct SamplerCounters {
 
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
+  StackOptions stacks{};                  // Python stacks and thread names (stack_sampler.hpp)
 };
 
 class ProcessSampler {
@@ -97,6 +100,13 @@ class ProcessSampler {
   bool truncated_threads() const { return truncated_; }
   // Why it ended (after the poll thread is done with it).
   TargetEnd end_cause() const { return end_cause_; }
+
+  // Python stacks and thread names (stack_sampler.hpp), read between polls on the poll thread: whether there
+  // is something to read now, and reading it until `deadline` (CLOCK_MONOTONIC ns).
+  bool wants_stack_work(int64_t now) const { return stacks_ != nullptr && !gone_ && stacks_->has_work(now); }
+  void stack_work(int64_t deadline);
+  // Where the session finds the text of the stack records (nullptr when stacks are off or unknown here).
+  const StackTables* stack_tables() const { return stacks_ ? &stacks_->tables() : nullptr; }
 
  private:
   struct Track {
@@ -158,6 +168,7 @@ class ProcessSampler {
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
+  std::unique_ptr<StackSampler> stacks_;  // null with --no-stacks or without a stack layout
 };
 
 }  // namespace gilspy::sampler

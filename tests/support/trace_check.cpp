@@ -18,6 +18,7 @@ struct LaneEvent {
   double ts;
   double dur;  // 0 for an instant
   size_t index;  // in traceEvents, for the message
+  bool frame;    // a Python frame slice (cat "stack"): may nest inside the slice before it
 };
 
 class Checker {
@@ -50,26 +51,46 @@ class Checker {
       dur = d->get<double>();
       if (!(dur >= 0)) return problem(fmt::format("event #{}: negative dur {}", i, dur));
     }
-    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back({ts->get<double>(), dur, i});
+    const auto cat = e.find("cat");
+    const bool frame = cat != e.end() && cat->is_string() && *cat == "stack";
+    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back({ts->get<double>(), dur, i, frame});
     ++result.events;
   }
 
   void lanes(const json& events) {
     result.lanes = lanes_.size();
     for (auto& [lane, items] : lanes_) {
+      // By ts; at one ts what ends there first (an instant: a drop_gil at the end of the slice before), then
+      // parents before children (the longer first). Then each event either starts once the open ones have
+      // ended, or is a frame slice lying wholly inside the innermost open one.
       std::stable_sort(items.begin(), items.end(), [](const LaneEvent& a, const LaneEvent& b) {
-        return a.ts != b.ts ? a.ts < b.ts : a.dur < b.dur;
+        if (a.ts != b.ts) return a.ts < b.ts;
+        if ((a.dur == 0) != (b.dur == 0)) return a.dur == 0;
+        return a.dur > b.dur;
       });
-      for (size_t k = 1; k < items.size(); ++k) {
-        ++result.adjacent_pairs;
-        const LaneEvent& a = items[k - 1];
+      std::vector<const LaneEvent*> open;
+      for (size_t k = 0; k < items.size(); ++k) {
         const LaneEvent& b = items[k];
-        const double a_end = a.ts + a.dur;  // what a JavaScript viewer computes
-        if (a_end > b.ts) {
-          problem(fmt::format("lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} ({})",
-                              lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end,
-                              b.ts, events[b.index].value("name", "?")));
+        if (k > 0) ++result.adjacent_pairs;
+        while (!open.empty() && open.back()->ts + open.back()->dur <= b.ts) open.pop_back();  // as JS adds them
+        if (!open.empty()) {
+          const LaneEvent& a = *open.back();
+          const double a_end = a.ts + a.dur;
+          if (!b.frame) {
+            problem(fmt::format("lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} ({})",
+                                lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end,
+                                b.ts, events[b.index].value("name", "?")));
+            continue;
+          }
+          if (b.ts + b.dur > a_end || b.ts < a.ts) {
+            problem(fmt::format("lane pid {} tid {}: frame slice {} (ts {} + dur {} = {}) is not inside {} (ts {} + "
+                                "dur {} = {})",
+                                lane.first, lane.second, events[b.index].value("name", "?"), b.ts, b.dur,
+                                b.ts + b.dur, events[a.index].value("name", "?"), a.ts, a.dur, a_end));
+            continue;
+          }
         }
+        open.push_back(&b);
       }
     }
   }

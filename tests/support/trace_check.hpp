@@ -7,9 +7,12 @@
 // - The document is {"traceEvents":[...], ...} or a bare array of events.
 // - Events are "X", "I", "C" or "M" (MindStudio reads no "i", DevTools draws no "i"), with integer pid and
 //   tid and, but for "M", a number ts; an "X" has a number dur >= 0.
-// - On each lane (pid, tid), the "X" and "I" events ordered by (ts, dur) (an "I" counts as dur 0) satisfy
-//   ts_i + dur_i <= ts_{i+1}, added as doubles: DevTools' trace engine drops an entry that starts inside the
-//   previous one and ends after it, and a one-ulp overshoot is enough.
+// - On each lane (pid, tid), the "X" and "I" events ordered by ts (the longer first: parents before their
+//   children; an "I" counts as dur 0) satisfy ts_i + dur_i <= ts_{i+1}, added as doubles: DevTools' trace
+//   engine drops an entry that starts inside the previous one and ends after it, and a one-ulp overshoot is
+//   enough. The one exception is a Python frame slice (cat "stack"), which must lie wholly inside the slice
+//   it starts in (a hold_gil / take_gil or another frame): ts_parent <= ts and ts + dur <= ts_parent +
+//   dur_parent, again in double arithmetic.
 #include <cstddef>
 #include <string>
 #include <string_view>
