@@ -78,7 +78,7 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
           // Known only once the stop has ended: too late for a live view (left to the raw file and trace).
           [](const raw::ProcessStopped&) {},
-          [&](const raw::ThreadName& x) { model_.thread_named(id, x.tid, x.name); },
+          [&](const raw::ThreadName& x) { model_.thread_named(id, x.tid, x.label()); },
           [&](const raw::FrameDef& x) { stacks_.frame(id, x); },
           [&](const raw::StackDef& x) { stacks_.stack(id, x); },
           [&](const raw::StackSample& x) { model_.thread_function(id, x.tid, stacks_.innermost_text(id, x.stack)); },

@@ -268,6 +268,12 @@ void Session::Impl::drain() {
     shift_time(tr.record, -t.info.monotonic_ns);
     // The stack records' text (names, frames) is in the sampler's tables, published with the record.
     if (const auto* tables = t.sampler->stack_tables()) tables->fill(tr.record);
+    if (auto* named = std::get_if<raw::ThreadName>(&tr.record)) {
+      // A name the thread gave itself with prctl, which its Python name does not already say, is kept beside
+      // it (3.14+ sets the OS name from the Python one, cut to 15 bytes: nothing new then).
+      const std::string comm = thread_comm(t.info.pid, named->tid);
+      if (!comm.empty() && comm != t.info.process_comm && named->name.rfind(comm, 0) != 0) named->os_name = comm;
+    }
     if (auto* start = std::get_if<raw::ThreadStart>(&tr.record)) {
       start->name = thread_display_name(t.info.pid, start->tid, thread_comm(t.info.pid, start->tid),
                                         t.info.process_comm);

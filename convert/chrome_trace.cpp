@@ -242,7 +242,7 @@ class InputConverter {
                    [&](const raw::ThreadName& x) {
                      // The Python name (threading.Thread.name) names the lane from now on.
                      Lane& l = lane(x.tid);
-                     if (!x.name.empty() && l.name != x.name + l.suffix) name_lane(x.tid, l, x.name + l.suffix);
+                     if (!x.name.empty() && l.name != x.label() + l.suffix) name_lane(x.tid, l, x.label() + l.suffix);
                    },
                    // Kept by stacks_ (above) for the intervals they belong to.
                    [](const raw::FrameDef&) {},

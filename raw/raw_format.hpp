@@ -17,7 +17,7 @@
 //   ["F",id,ts,"qualname","file",line,first_line]   a frame: a function at a line (format_version 3)
 //   ["FS",id,ts,truncated,[frame ids]]              a stack, innermost frame first (format_version 3)
 //   ["K",tid,ts,since,"h"|"w",stack]                a stack sample of the hold / wait begun at since (3)
-//   ["KN",tid,ts,"name"]             the thread's Python name (threading.Thread.name) from ts on (3)
+//   ["KN",tid,ts,"name","os_name"]   the thread's Python name (threading.Thread.name) from ts on (3)
 //   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]   stack costs (3)
 //   ["F"]],                          end of events
 //   "summary":{...}}

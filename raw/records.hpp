@@ -144,13 +144,18 @@ struct StackDef {
 };
 
 // The Python name of a thread (threading.Thread.name) from ts on: when first read, and after a rename.
-// Raw line: ["KN",tid,ts,"name"].
+// `os_name`: the thread's OS name (/proc/PID/task/TID/comm, set with prctl) when it says something the Python
+// name does not (not the process's own name, not the start of the Python name); empty otherwise. Shown as
+// "name (os_name)". Raw line: ["KN",tid,ts,"name","os_name"].
 struct ThreadName {
   int64_t tid = 0;
   int64_t ts = 0;
   std::string name;
   uint32_t text_id = 0;  // from the sampler: where the session finds the name (not in raw files)
+  std::string os_name;   // filled by the session
   bool operator==(const ThreadName&) const = default;
+  // What lanes, summaries and `top` call the thread from now on.
+  std::string label() const { return os_name.empty() ? name : name + " (" + os_name + ")"; }
 };
 #pragma GCC diagnostic pop
 

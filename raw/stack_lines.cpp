@@ -28,7 +28,7 @@ std::string stack_line(const StackDef& r) {
   return dump(json::array({"FS", r.id, r.ts, r.truncated ? 1 : 0, r.frames}));
 }
 std::string stack_line(const ThreadName& r) {
-  return dump(json::array({"KN", r.tid, r.ts, r.name}));
+  return dump(json::array({"KN", r.tid, r.ts, r.name, r.os_name}));
 }
 std::string stack_line(const StackSample& r) {
   return dump(json::array({"K", r.tid, r.ts, r.since, r.role == GilRole::kWaiting ? "w" : "h", r.stack}));
@@ -90,7 +90,10 @@ Record stack_record_from_json(const json& a, const std::string& tag,
     }
     return s;
   }
-  if (tag == "KN") return ThreadName{.tid = integer(1), .ts = moment(2), .name = text(3), .text_id = 0};
+  if (tag == "KN") {
+    return ThreadName{.tid = integer(1), .ts = moment(2), .name = text(3), .text_id = 0,
+                      .os_name = a.size() > 4 ? text(4) : std::string()};
+  }
   if (tag == "K") {
     const std::string role = text(4);
     if (role != "h" && role != "w") throw bad("has a role that is not \"h\" or \"w\"");

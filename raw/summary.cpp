@@ -64,7 +64,7 @@ void SummaryBuilder::add(const Record& r) {
                  [](const Waiters&) {},
                  [](const ThreadState&) {},  // returned above
                  [&](const ThreadName& x) {
-                   if (!x.name.empty()) thread(x.tid).name = x.name;
+                   if (!x.name.empty()) thread(x.tid).name = x.label();
                  },
                  // The stack kinds go to stacks_ (above).
                  [](const FrameDef&) {},

@@ -26,7 +26,7 @@ struct CodeInfo {
 
 enum class CodeResult : uint8_t {
   kOk,
-  kNotCode,  // not a code object (3.13+ frames may run something else): the frame is skipped
+  kNotCode,  // not a code object
   kInvalid,  // a code object whose names or table do not read as they must: the stack is dropped
   kFull,     // the string table is full
 };

@@ -11,10 +11,12 @@ namespace {
 constexpr int64_t kNewThreadNameDelayNs = 10'000'000;    // a new thread is in threading._active by then
 constexpr int64_t kUnnamedRetryNs = 100'000'000;         // a young thread not found there yet: again soon
 constexpr int64_t kYoungThreadNs = 5'000'000'000;        // ...for this long after it appeared
-constexpr int64_t kRenameCheckNs = 2'000'000'000;        // every known thread's name, for renames
+constexpr int64_t kRenameCheckNs = 1'000'000'000;        // every known thread's name, for renames
 constexpr int64_t kNoThreadingRetryNs = 1'000'000'000;   // threading not imported yet
 constexpr int64_t kActiveDictRefindNs = 10'000'000'000;  // threading._active looked up again this often
 constexpr size_t kMaxNameBytes = 256;
+constexpr uint8_t kTornRetries = 2;            // a torn read of a holder is read again at once, this often
+constexpr int64_t kFailedRetryNs = 1'000'000;  // then again after this, until a read of the hold holds
 
 }  // namespace
 
@@ -50,6 +52,8 @@ void StackSampler::role_changed(size_t slot, raw::GilRole role, int64_t since) {
   s.role = role;
   s.since = since;
   s.last_sample_ns = -1;
+  s.last_attempt_ns = -1;
+  s.retries = 0;
   if (role == raw::GilRole::kHolding) {
     holder_request_ = static_cast<int>(slot);
     holder_request_since_ = since;
@@ -67,8 +71,13 @@ void StackSampler::role_changed(size_t slot, raw::GilRole role, int64_t since) {
 void StackSampler::after_poll(int64_t t_now, int holder_slot) {
   if (holder_slot < 0 || holder_request_ >= 0) return;
   const Slot& s = slots_[static_cast<size_t>(holder_slot)];
-  if (s.role != raw::GilRole::kHolding || s.last_sample_ns < 0) return;
-  if (t_now - s.last_sample_ns >= options_.hold_resample_ns) {
+  if (s.role != raw::GilRole::kHolding) return;
+  // Again every hold_resample_ns of a hold; a hold whose first read failed (torn, out of time) is read again
+  // soon, so that a hold the sampler sees has a stack.
+  const bool due = s.last_sample_ns >= 0
+                       ? t_now - s.last_sample_ns >= options_.hold_resample_ns
+                       : s.last_attempt_ns >= 0 && t_now - s.last_attempt_ns >= kFailedRetryNs;
+  if (due) {
     holder_request_ = holder_slot;
     holder_request_since_ = s.since;
   }
@@ -133,7 +142,17 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
     return;
   }
   ++counters_.walks;
+  s.last_attempt_ns = monotonic_ns();
   WalkOutput w;
+  // A holder that ran on under the read is read again at once (twice at most): the next read usually holds.
+  auto torn = [&] {
+    ++counters_.torn;
+    if (holding && s.retries < kTornRetries) {
+      ++s.retries;
+      holder_request_ = static_cast<int>(slot);
+      holder_request_since_ = s.since;
+    }
+  };
   const WalkResult r = walker_.walk(s.tstate, deadline, &w);
   counters_.frames += w.frames_read;
   switch (r) {
@@ -142,7 +161,7 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
     case WalkResult::kEmpty:
       return;
     case WalkResult::kTorn:
-      ++counters_.torn;
+      torn();
       return;
     case WalkResult::kInvalid:
       ++counters_.invalid;
@@ -162,13 +181,13 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
   bool ok = false;
   const uint64_t frame_after = walker_.current_frame(s.tstate, &ok);
   if (!read_gil(&after) || !ok || frame_after != w.first_frame) {
-    ++counters_.torn;
+    torn();
     return;
   }
   if (holding ? (after.locked != 1 || after.last_holder != s.tstate ||
                  after.switch_number != before.switch_number)
               : (after.last_holder == s.tstate && after.switch_number != before.switch_number)) {
-    ++counters_.torn;
+    ++counters_.torn;  // it let go (or took the GIL): the interval is over, no second read
     return;
   }
   emit_sample(s, role, monotonic_ns(), w);
@@ -203,6 +222,7 @@ void StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const Wa
   ++counters_.samples;
   if (w.truncated) ++counters_.truncated;
   s.last_sample_ns = now;
+  s.retries = 0;
 }
 
 bool StackSampler::find_active_dict() {
@@ -279,7 +299,7 @@ void StackSampler::names_step(int64_t deadline) {
     if (id == 0) continue;
     s.name_obj = name;
     ++counters_.name_reads;
-    emit(raw::ThreadName{.tid = s.tid, .ts = monotonic_ns(), .name = {}, .text_id = id});
+    emit(raw::ThreadName{.tid = s.tid, .ts = monotonic_ns(), .name = {}, .text_id = id, .os_name = {}});
   }
   name_phase_ = NamePhase::kIdle;
   bool young_unnamed = false;

@@ -55,7 +55,9 @@ class StackSampler {
     int64_t tid = 0;
     raw::GilRole role = raw::GilRole::kReleased;
     int64_t since = 0;
-    int64_t last_sample_ns = -1;  // of the current hold
+    int64_t last_sample_ns = -1;   // of the current hold or wait
+    int64_t last_attempt_ns = -1;  // ...and when its last read began
+    uint8_t retries = 0;           // torn reads of it read again
     bool waiter_queued = false;
     // Names.
     int64_t added_ns = 0;

@@ -84,8 +84,10 @@ WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out)
     switch (codes_.lookup(code_addrs_[i], &code)) {
       case CodeResult::kOk:
         break;
+      // A frame whose code is not a code object: the C-stack shims that run none are skipped above by their
+      // owner, so this is a frame read while it was being reused (a stack unwinding under us).
       case CodeResult::kNotCode:
-        continue;  // a frame running something other than a code object
+        return WalkResult::kInvalid;
       case CodeResult::kInvalid:
         return WalkResult::kInvalid;
       case CodeResult::kFull:
