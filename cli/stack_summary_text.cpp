@@ -47,7 +47,9 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
     std::erase_if(holders, [](const raw::HolderRow& r) { return r.contended_ns == 0; });
   }
   if (!holders.empty()) {
-    out += "  top GIL holders while others waited (innermost function of the holder's stack):\n";
+    out +=
+        "  top GIL holders while others waited (innermost function; WHILE WAITED: held while another thread "
+        "waited):\n";
     fmt::format_to(std::back_inserter(out), "    {:>13} {:>10} {:>13} {:>8}  {}\n", "WHILE WAITED", "HELD",
                    "LONGEST HOLD", "WAITERS", "FUNCTION");
     for (const raw::HolderRow& r : holders) {
@@ -65,11 +67,6 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
       fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", dur(r.wait_ns), r.waits,
                      dur(r.longest_ns), place(r.function, r.file, r.line));
     }
-  }
-  if (!holders.empty()) {
-    out +=
-        "  WHILE WAITED: held while at least one other thread waited; WAITERS: mean threads waiting "
-        "meanwhile\n";
   }
 }
 

@@ -9,7 +9,8 @@
 
 namespace gilspy::cli {
 
+// At most 1 + 2 * (2 + rows) lines.
 void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int64_t duration_ns,
-                         size_t rows = 5);
+                         size_t rows = 4);
 
 }  // namespace gilspy::cli
