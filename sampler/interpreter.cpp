@@ -28,6 +28,11 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   try {
     in.stack_layout = layouts::resolve_stack_layout(binary.version, head);
     if (!in.stack_layout.known) in.stack_problem = "gilspy knows no frame layout for Python " + binary.version.text();
+    if (in.layout.free_threaded) {
+      // Objects carry more header there (ob_tid, a shared refcount), dicts a lock: layouts gilspy does not have.
+      in.stack_layout = {};
+      in.stack_problem = "a free-threaded build's object layouts are not known to gilspy";
+    }
   } catch (const Error& e) {
     in.stack_layout = {};
     in.stack_problem = e.what();
