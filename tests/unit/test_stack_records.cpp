@@ -16,6 +16,7 @@
 #include "base/error.hpp"
 #include "convert/chrome_trace.hpp"
 #include "convert/collapsed.hpp"
+#include "raw/fast_reader.hpp"
 #include "raw/raw_format.hpp"
 #include "raw/summary.hpp"
 #include "support/trace_check.hpp"
@@ -154,6 +155,15 @@ TEST_CASE("stack records: every kind round-trips through a raw file (format 3); 
   for (size_t i = 0; i < records.size(); ++i) {
     CAPTURE(i);
     CHECK(back[i] == records[i]);
+  }
+  // The fast line reader vouches for them too (it reads them as the SAX reader does).
+  {
+    std::ifstream in(dir / "GIL_500_rank_0.json", std::ios::binary);
+    size_t n = 0;
+    const raw::FastRead fast = raw::read_fast(in, "f.json", [](const raw::Meta&) {}, [&](const raw::Record&) { ++n; });
+    REQUIRE(fast.result.has_value());
+    CHECK(fast.result->complete);
+    CHECK(n == records.size());
   }
   // The lines as docs/raw-format.md shows them.
   CHECK(*raw::record_line(records[5]) == R"(["F",1,1000000,"run","/w.py",1,1])");
