@@ -1,4 +1,5 @@
-// `gilspy convert -i RAW [-i RAW ...] [-o OUT]`: raw recordings to one Chrome Trace JSON file.
+// `gilspy convert -i RAW [-i RAW ...] [-o OUT]`: raw recordings to one Chrome Trace JSON file, or with
+// --format collapsed to folded stacks (convert/collapsed.hpp).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "base/terminal_text.hpp"
 #include "cli/commands.hpp"
 #include "convert/chrome_trace.hpp"
+#include "convert/collapsed.hpp"
 #include "convert/merge_trace.hpp"
 
 namespace gilspy::cli {
@@ -38,6 +40,8 @@ struct ConvertOptions {
   std::string merge_into;            // a framework profiler's trace to add the GIL lanes to
   std::vector<std::string> pid_map;  // GILPID:TRACEPID
   std::string pid_namespace;         // "target" | "host" | "" (convert: host; merge: target's, then host's)
+  std::string format = "trace";
+  std::string weight = "contention";
 };
 
 std::optional<convert::PidNamespace> pid_namespace_option(const std::string& text) {
@@ -48,6 +52,7 @@ std::optional<convert::PidNamespace> pid_namespace_option(const std::string& tex
 }
 
 int run_merge(const ConvertOptions& o);
+int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mode);
 
 int run_convert(const ConvertOptions& o) {
   if (!o.merge_into.empty()) return run_merge(o);
@@ -57,9 +62,11 @@ int run_convert(const ConvertOptions& o) {
     if (o.inputs.size() != 1) {
       throw Error(ErrorKind::kUsage, "with several inputs, name the output file with -o/--output");
     }
-    output = convert::default_output_path(o.inputs.front());
+    output = o.format == "collapsed" ? convert::default_collapsed_path(o.inputs.front())
+                                     : convert::default_output_path(o.inputs.front());
   }
   const mode_t mode = parse_file_mode_option(o.file_mode);
+  if (o.format == "collapsed") return run_collapsed(o, output, mode);
   convert::ConvertReport report;
   try {
     report = convert::convert_to_chrome_trace(
@@ -167,6 +174,37 @@ int run_merge(const ConvertOptions& o) {
   return 0;
 }
 
+int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mode) {
+  const convert::FoldWeight weight = o.weight == "hold"   ? convert::FoldWeight::kHold
+                                     : o.weight == "wait" ? convert::FoldWeight::kWait
+                                                          : convert::FoldWeight::kContention;
+  convert::CollapsedReport report;
+  try {
+    report = convert::convert_to_collapsed(o.inputs, output, {.weight = weight, .mode = mode, .salvage = o.salvage});
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kCorrupt) throw;
+    throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
+  }
+  fmt::print("wrote {} ({} stacks, {:.3f} s of {} in all{})\n", escape_for_terminal(output), report.lines,
+             static_cast<double>(report.total_us) / 1e6,
+             weight == convert::FoldWeight::kHold   ? "GIL holding"
+             : weight == convert::FoldWeight::kWait ? "waiting for the GIL"
+                                                    : "GIL holding while others waited",
+             report.unattributed_us > 0
+                 ? fmt::format(", {:.3f} s without a stack sample", static_cast<double>(report.unattributed_us) / 1e6)
+                 : "");
+  if (report.stack_samples == 0) {
+    fmt::print(stderr, "gilspy: warning: the input has no stack samples (recorded with --no-stacks, or by a gilspy "
+                       "before 0.2): everything is under [no stack sample]\n");
+  }
+  for (const auto& path : report.incomplete) {
+    fmt::print(stderr, "gilspy: warning: {} is an unfinished or salvaged recording; folded as far as it goes\n",
+               escape_for_terminal(path));
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 Runner add_convert_command(CLI::App& app) {
@@ -202,6 +240,16 @@ Runner add_convert_command(CLI::App& app) {
                 "Convert a corrupt input up to its damage (and say how much was lost) instead of refusing it");
   cmd->add_option("--file-mode", opts->file_mode, "Permissions of the output, octal (default 0600)")
       ->type_name("MODE");
+  cmd->add_option("--format", opts->format,
+                  "trace (Chrome Trace JSON, the default) or collapsed: folded stacks ('a;b;c N', N in "
+                  "microseconds) for flamegraph.pl, inferno or speedscope; default output X.folded")
+      ->check(CLI::IsMember({"trace", "collapsed"}))
+      ->type_name("trace|collapsed");
+  cmd->add_option("--weight", opts->weight,
+                  "collapsed: weigh each stack by its GIL hold time (hold), its hold time while other threads "
+                  "waited (contention, the default), or the time threads waited at it (wait)")
+      ->check(CLI::IsMember({"hold", "contention", "wait"}))
+      ->type_name("hold|contention|wait");
   cmd->add_option(
          "--merge-into", opts->merge_into,
          "A PyTorch profiler (Kineto) trace, .json or .json.gz, or Ascend's trace_view.json: write it to -o "

@@ -8,6 +8,7 @@
 
 #include "base/terminal_text.hpp"
 #include "cli/gc_summary_lines.hpp"
+#include "cli/stack_summary_text.hpp"
 #include "cli/summary_table.hpp"
 #include "sampler/threads.hpp"
 
@@ -176,6 +177,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
   }
   gc_summary_lines(out, summary, in.gc_why_off);
   thread_table(out, in, o);
+  stack_summary_lines(out, summary.stacks(), summary.duration_ns());
   return out;
 }
 

@@ -82,6 +82,11 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::GcUntimed& x) { model_.gc_untimed(id, x.generation, x.n, x.ts + x.window); },
           [](const raw::GcCounts&) {},
           [&](const raw::GcSettings& x) { model_.gc_settings(id, x.enabled, x.ts); },
+          [&](const raw::ThreadName& x) { model_.thread_named(id, x.tid, x.label()); },
+          [&](const raw::FrameDef& x) { stacks_.frame(id, x); },
+          [&](const raw::StackDef& x) { stacks_.stack(id, x); },
+          [&](const raw::StackSample& x) { model_.thread_function(id, x.tid, stacks_.innermost_text(id, x.stack)); },
+          [](const raw::StackStats&) {},
           [&](const raw::Stats& x) {
             model_.stats(id, x.ts,
                          {.polls = x.polls,

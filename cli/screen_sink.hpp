@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli/sink.hpp"
+#include "cli/stack_texts.hpp"
 #include "cli/top/top_model.hpp"
 
 namespace gilspy::cli {
@@ -49,6 +50,7 @@ class ScreenSink final : public Sink {
     bool ended = false;
   };
   std::map<raw::TargetId, Liveness> live_;
+  StackTexts stacks_;  // each thread's current function, from its stack samples
 };
 
 }  // namespace gilspy::cli

@@ -289,8 +289,14 @@ void Session::Impl::prepare_target(Target& t) {
   i.rate_hz = options.loop.rate_hz;
   i.hostname = hostname;
   t.tasks = std::make_unique<sampler::ProcTaskStateSource>(i.pid, t.interp.gil_addr, t.interp.layout.gil);
-  t.sampler = std::make_unique<sampler::ProcessSampler>(
-      t.interp, *t.reader, *t.tasks, queue, i.id, sampler::SamplerOptions{.read_gc = options.loop.read_gc});
+  sampler::SamplerOptions sampler_options;
+  sampler_options.read_gc = options.loop.read_gc;
+  sampler_options.stacks = options.loop.stacks;
+  if (sampler_options.stacks.enabled && !t.interp.stack_layout.known) {
+    note(fmt::format("pid {}: Python stacks and thread names are not read: {}", i.pid,
+                     escape_for_terminal(t.interp.stack_problem)));
+  }
+  t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id, sampler_options);
   i.sampler = t.sampler.get();
 }
 
@@ -300,6 +306,14 @@ void Session::Impl::drain() {
   while (queue.pop(&tr)) {
     Target& t = *by_id.at(tr.target);
     shift_time(tr.record, -t.info.monotonic_ns);
+    // The stack records' text (names, frames) is in the sampler's tables, published with the record.
+    if (const auto* tables = t.sampler->stack_tables()) tables->fill(tr.record);
+    if (auto* named = std::get_if<raw::ThreadName>(&tr.record)) {
+      // A name the thread gave itself with prctl, which its Python name does not already say, is kept beside
+      // it (3.14+ sets the OS name from the Python one, cut to 15 bytes: nothing new then).
+      const std::string comm = thread_comm(t.info.pid, named->tid);
+      if (!comm.empty() && comm != t.info.process_comm && named->name.rfind(comm, 0) != 0) named->os_name = comm;
+    }
     if (auto* start = std::get_if<raw::ThreadStart>(&tr.record)) {
       start->name = thread_display_name(t.info.pid, start->tid, thread_comm(t.info.pid, start->tid),
                                         t.info.process_comm);

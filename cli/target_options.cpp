@@ -54,6 +54,14 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_flag("--accelerator", a.accelerator,
                "Of the processes found (without -p, or --subprocesses): only those holding an accelerator device "
                "open (/dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*)");
+  cmd.add_option("--stack-depth", a.stack_depth,
+                 "Python frames kept per stack sample, innermost first (default 64); a deeper stack is cut and "
+                 "marked truncated. 1 to 1024")
+      ->check(number_between(1, 1024))
+      ->type_name("N");
+  cmd.add_flag("--no-stacks", a.no_stacks,
+               "Do not read Python stacks or thread names (the holder's stack at each hold, each waiter's when it "
+               "starts waiting; threading.Thread.name)");
   cmd.add_option("command", a.command,
                  "Program to launch and " + verb + " (after --). With neither this nor -p: every Python process "
                  "this user may read");
@@ -96,7 +104,8 @@ sampler::PollLoopOptions TargetArgs::loop() const {
           .placement = !anywhere,
           .busy = busy,
           .realtime = !no_realtime,
-          .read_gc = !no_gc};
+          .read_gc = !no_gc,
+          .stacks = {.enabled = !no_stacks, .max_depth = stack_depth}};
 }
 
 void warn_if_rate_too_high(double rate_hz, bool busy) {

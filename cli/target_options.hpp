@@ -28,6 +28,8 @@ struct TargetArgs {
   bool no_follow = false;       // every-Python-process mode: only those running at the start
   bool accelerator = false;     // found processes: only those holding an accelerator device open
   bool no_gc = false;           // hidden --no-gc: do not read the GC state (a benchmark knob)
+  int stack_depth = 64;         // innermost Python frames kept per stack sample
+  bool no_stacks = false;       // neither stacks nor Python thread names
   CLI::Option* rate_option = nullptr;
 
   // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).

@@ -25,6 +25,7 @@
 #include "convert/input_events.hpp"
 #include "convert/namespace_lanes.hpp"
 #include "gilspy_version.hpp"
+#include "convert/stack_slices.hpp"
 #include "raw/summary.hpp"
 
 namespace gilspy::convert {
@@ -156,6 +157,20 @@ class EventWriter {
       p = put(p, args);
     }
     b.resize(static_cast<size_t>(p - b.data()));
+    end();
+  }
+  // A Python frame under a GIL slice (convert/stack_slices.hpp): category "stack", `name_json` already a JSON
+  // string (the name comes from the target). On the GIL slice's lane (through the placement).
+  void frame_slice(std::string_view name_json, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
+                   std::string_view args) {
+    const int64_t lane_tid = lane(tid);
+    auto& b = begin();
+    fmt::format_to(std::back_inserter(b), R"({{"ph":"X","cat":"stack","name":{},"pid":{},"tid":{},"ts":)",
+                   name_json, pid, lane_tid);
+    append_ts(b, start_ns);
+    b.append(std::string_view(R"(,"dur":)"));
+    append_us(b, reader_safe_dur_ns(start_ns, end_ns));
+    fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
     end();
   }
   // "I", not "i": the DevTools trace engine keeps only "I" instants on a thread's track, MindStudio Insight
@@ -342,13 +357,15 @@ class InputConverter {
 
   void on_record(const raw::Record& r) {
     summary_.add(r);
+    stacks_.add(r);
     std::visit(raw::overloaded{
                    [&](const raw::ThreadStart& x) {
                      out_.thread_seen(x.tid, x.ns_tid, x.name);
                      Lane& l = lane(x.tid);
                      std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
                      // A container's own id of the thread, as its profiler's trace names it.
-                     if (x.ns_tid != 0) name += fmt::format(" [tid {} in its PID namespace]", x.ns_tid);
+                     l.suffix = x.ns_tid != 0 ? fmt::format(" [tid {} in its PID namespace]", x.ns_tid) : "";
+                     name += l.suffix;
                      if (!l.named || l.name != name) name_lane(x.tid, l, name);
                    },
                    [&](const raw::Hold& x) { interval(true, x.tid, x.ts, x.dur); },
@@ -389,6 +406,16 @@ class InputConverter {
                    },
                    [&](const raw::GcCounts& x) { gc_.counts(x); },
                    [&](const raw::GcSettings& x) { gc_.settings(x); },
+                   [&](const raw::ThreadName& x) {
+                     // The Python name (threading.Thread.name) names the lane from now on.
+                     Lane& l = lane(x.tid);
+                     if (!x.name.empty() && l.name != x.label() + l.suffix) name_lane(x.tid, l, x.label() + l.suffix);
+                   },
+                   // Kept by stacks_ (above) for the intervals they belong to.
+                   [](const raw::FrameDef&) {},
+                   [](const raw::StackDef&) {},
+                   [](const raw::StackSample&) {},
+                   [](const raw::StackStats&) {},
                },
                r);
   }
@@ -448,7 +475,14 @@ class InputConverter {
     end = std::max(end, start);
     l.last_end = end;
     seen_until(end);
-    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end);
+    // With stack samples: the slice names its innermost function and carries the stack in its args, and the
+    // frames follow as nested slices inside it.
+    const IntervalStacks stacks = stacks_.take();
+    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end, stacks.args_json);
+    for (const FrameSlice& f : stacks.frames) {
+      const int64_t from = std::max(f.start_ns, start), to = std::min(f.end_ns, end - f.depth - 2);
+      if (to > from) out_.frame_slice(f.name_json, pid_, tid, offset_ns_ + from, offset_ns_ + to, f.args_json);
+    }
     if (hold) out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
   }
 
@@ -477,6 +511,7 @@ class InputConverter {
 
   struct Lane {
     std::string name;
+    std::string suffix;  // " [tid N in its PID namespace]" for a container's thread
     bool named = false;
     int64_t sort_index = 0;
     int64_t last_end = std::numeric_limits<int64_t>::min();
@@ -512,6 +547,7 @@ class InputConverter {
   int64_t last_seen_ns_ = std::numeric_limits<int64_t>::min();  // the latest time the input reached
   std::optional<raw::Stats> last_stats_;
   raw::SummaryBuilder summary_;
+  StackSlices stacks_;
 };
 
 }  // namespace

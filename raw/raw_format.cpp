@@ -14,6 +14,7 @@
 #include "raw/event_line.hpp"
 #include "raw/fast_reader.hpp"
 #include "raw/gc_lines.hpp"
+#include "raw/stack_lines.hpp"
 
 namespace gilspy::raw {
 
@@ -107,6 +108,11 @@ std::optional<std::string> record_line(const Record& r) {
           [](const GcUntimed& x) -> std::optional<std::string> { return gc_line(x); },
           [](const GcCounts& x) -> std::optional<std::string> { return gc_line(x); },
           [](const GcSettings& x) -> std::optional<std::string> { return gc_line(x); },
+          [](const FrameDef& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const StackDef& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const ThreadName& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const StackSample& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const StackStats& x) -> std::optional<std::string> { return stack_line(x); },
       },
       r);
 }
@@ -298,15 +304,13 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
-  if (!a.is_array() || a.empty() || !a[0].is_string() || a[0].get<std::string>().empty() ||
-      a[0].get<std::string>().size() > 2) {
+  // One letter, or two (format_version 3: the GC kinds "G?", the stack kinds "F?" and "K?").
+  const std::string tag = a.is_array() && !a.empty() && a[0].is_string() ? a[0].get<std::string>() : "";
+  if (tag.empty() || (tag.size() != 1 && !(tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K' || tag[0] == 'G')))) {
     throw bad("is not [\"<kind>\", ...]");
   }
   // The garbage collector's kinds (format_version 3): "G", "GI", "GC", "GS" (raw/gc_lines.cpp).
-  if (a[0].get<std::string>()[0] == 'G') return gc_record_from_json(a, bad);
-  if (a[0].get<std::string>().size() != 1) {
-    throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
-  }
+  if (tag[0] == 'G') return gc_record_from_json(a, bad);
   auto num = [&](size_t i) -> int64_t {
     if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
     if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
@@ -345,7 +349,10 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
       return Stats{.ts = moment(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
                    .handoffs_total = count(6)};
     case 'P': return ProcessStopped{.ts = num(1), .dur = duration(2)};
-    case 'F': return std::nullopt;
+    case 'F':
+      if (tag.size() == 1 && a.size() == 1) return std::nullopt;  // ["F"]: the end of the events
+      return stack_record_from_json(a, tag, bad);
+    case 'K': return stack_record_from_json(a, tag, bad);
     default: throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
   }
 }

@@ -16,6 +16,11 @@
 //   ["P",ts,dur],                    the whole process was stopped (SIGSTOP, a debugger) (format_version 2)
 //   ["G",...], ["GI",...], ["GC",...], ["GS",...]   garbage collections, counts, settings (format_version 3;
 //                                    raw/gc_records.hpp)
+//   ["F",id,ts,"qualname","file",line,first_line]   a frame: a function at a line (format_version 3)
+//   ["FS",id,ts,truncated,[frame ids]]              a stack, innermost frame first (format_version 3)
+//   ["K",tid,ts,since,"h"|"w",stack]                a stack sample of the hold / wait begun at since (3)
+//   ["KN",tid,ts,"name","os_name"]   the thread's Python name (threading.Thread.name) from ts on (3)
+//   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]   stack costs (3)
 //   ["F"]],                          end of events
 //   "summary":{...}}
 //
@@ -26,7 +31,8 @@
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
-// Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (2 files read the same);
+// Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (garbage collections) and the stack
+// kinds "F" (with fields: ["F"] alone still ends the events), "FS", "K", "KN", "KC" (2 files read the same);
 // the reader accepts every version up to kFormatVersion,
 // says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
 // kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new

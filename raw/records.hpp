@@ -10,10 +10,11 @@
 //
 // Records cross the poll thread's queue, which must not allocate: every kind is a few integers, except
 // ThreadStart's name, which the sampler leaves empty (an empty std::string moves without allocating) and the
-// session fills in from /proc.
+// session fills in from /proc, and the stack kinds' strings and frame lists, filled from the sampler's tables.
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "raw/gc_records.hpp"
 
@@ -113,8 +114,86 @@ struct ThreadState {
   bool operator==(const ThreadState&) const = default;
 };
 
+// --- Python stacks and thread names (docs/raw-format.md, "Stacks and thread names"; format_version 3) ---
+// Stacks are interned: a frame (a function at a line) is defined once, a stack (a list of frames) once, and
+// each sample names a stack by id, so a long recording stays small. Ids count from 1 per target, in the order
+// defined; a definition always comes before its first use. From the sampler, the strings and the frame list
+// are empty (nothing on the poll thread allocates): the session fills them from the sampler's tables, where
+// `id` (and ThreadName's `text_id`) find them.
+
+// A frame: `qualname` (3.11+ co_qualname; the plain co_name before) in `file` at `line`; `first_line` is the
+// function's co_firstlineno. Raw line: ["F",id,ts,"qualname","file",line,first_line].
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // as ThreadStart: g++ 12 and std::string in a variant
+struct FrameDef {
+  uint32_t id = 0;
+  int64_t ts = 0;
+  std::string qualname;
+  std::string file;
+  int32_t line = 0;
+  int32_t first_line = 0;
+  bool operator==(const FrameDef&) const = default;
+};
+
+// A stack: frame ids, innermost first; `truncated` when the thread had more frames than the depth limit
+// (--stack-depth): the outermost were left out. Raw line: ["FS",id,ts,truncated,[frame ids]].
+struct StackDef {
+  uint32_t id = 0;
+  int64_t ts = 0;
+  bool truncated = false;
+  std::vector<uint32_t> frames;
+  bool operator==(const StackDef&) const = default;
+};
+
+// The Python name of a thread (threading.Thread.name) from ts on: when first read, and after a rename.
+// `os_name`: the thread's OS name (/proc/PID/task/TID/comm, set with prctl) when it says something the Python
+// name does not (not the process's own name, not the start of the Python name); empty otherwise. Shown as
+// "name (os_name)". Raw line: ["KN",tid,ts,"name","os_name"].
+struct ThreadName {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  std::string name;
+  uint32_t text_id = 0;  // from the sampler: where the session finds the name (not in raw files)
+  std::string os_name;   // filled by the session
+  bool operator==(const ThreadName&) const = default;
+  // What lanes, summaries and `top` call the thread from now on.
+  std::string label() const { return os_name.empty() ? name : name + " (" + os_name + ")"; }
+};
+#pragma GCC diagnostic pop
+
+// A stack sample: thread `tid` was in stack `stack` at ts, during the hold (role kHolding) or the wait
+// (kWaiting) that began at `since` (the Hold or Wait record of that interval has ts == since, and comes when
+// it ends). Taken at the start of each hold and each wait the sampler sees, and again every 10 ms of a long
+// hold. Raw line: ["K",tid,ts,since,"h"|"w",stack].
+struct StackSample {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  int64_t since = 0;
+  GilRole role = GilRole::kHolding;
+  uint32_t stack = 0;
+  bool operator==(const StackSample&) const = default;
+};
+
+// What reading stacks and names cost so far, one per target at each stats tick. Raw line:
+// ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]; new counters go at the end.
+struct StackStats {
+  int64_t ts = 0;
+  uint64_t walks = 0;      // stack reads begun
+  uint64_t samples = 0;    // ...that gave a sample
+  uint64_t torn = 0;       // dropped: the thread ran on while it was read (its frame or the GIL moved)
+  uint64_t invalid = 0;    // dropped: what was read is not a stack (a bad code object, string, line)
+  uint64_t skipped = 0;    // not read: the time budget ran out, or the hold or wait ended first
+  uint64_t truncated = 0;  // samples cut at the depth limit
+  uint64_t frames = 0;     // frames read
+  uint64_t bytes = 0;      // bytes read from the target for stacks (frames, code objects, strings)
+  uint64_t read_ns = 0;    // time spent reading stacks and names
+  uint64_t name_reads = 0; // thread names read
+  bool operator==(const StackStats&) const = default;
+};
+
 using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState,
-                            GcCollection, GcUntimed, GcCounts, GcSettings>;
+                            GcCollection, GcUntimed, GcCounts, GcSettings, FrameDef, StackDef, ThreadName,
+                            StackSample, StackStats>;
 
 // A record and the target it belongs to: what goes through the sampler's queue to the session.
 struct TargetRecord {
@@ -146,6 +225,10 @@ inline int64_t end_of(const Record& r) {
 // Moves every time in the record by `delta` ns (CLOCK_MONOTONIC -> the recording's timeline).
 inline void shift_time(Record& r, int64_t delta) {
   std::visit(overloaded{[&](ThreadState& x) {
+                          x.ts += delta;
+                          x.since += delta;
+                        },
+                        [&](StackSample& x) {
                           x.ts += delta;
                           x.since += delta;
                         },

@@ -15,6 +15,7 @@ double ThreadSummary::wait_share() const {
 
 void SummaryBuilder::add(const Record& r) {
   if (std::holds_alternative<ThreadState>(r)) return;
+  stacks_.add(r);
   last_ts_ = std::max(last_ts_, end_of(r));
   auto thread = [&](int64_t tid) -> ThreadSummary& {
     auto [it, inserted] = threads_.try_emplace(tid);
@@ -33,7 +34,8 @@ void SummaryBuilder::add(const Record& r) {
   std::visit(overloaded{
                  [&](const ThreadStart& x) {
                    ThreadSummary& t = thread(x.tid);
-                   t.name = x.name;
+                   t.name = x.name;  // a ThreadName (the Python name) comes after it
+                   t.os_name = x.name;
                    if (t.first_ns < 0 || x.ts < t.first_ns) t.first_ns = x.ts;
                    t.last_ns = std::max(t.last_ns, x.ts);
                  },
@@ -65,6 +67,14 @@ void SummaryBuilder::add(const Record& r) {
                  [&](const GcUntimed& x) { gc_.add(x); },
                  [&](const GcCounts& x) { gc_.add(x); },
                  [&](const GcSettings& x) { gc_.add(x); },
+                 [&](const ThreadName& x) {
+                   if (!x.name.empty()) thread(x.tid).name = x.label();
+                 },
+                 // The stack kinds go to stacks_ (above).
+                 [](const FrameDef&) {},
+                 [](const StackDef&) {},
+                 [](const StackSample&) {},
+                 [](const StackStats&) {},
              },
              r);
 }
@@ -92,6 +102,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
   for (const auto& t : this->threads()) {
     threads.push_back({{"tid", t.tid},
                        {"name", t.name},
+                       {"os_name", t.os_name},
                        {"first_ns", t.first_ns},
                        {"last_ns", t.last_ns},
                        {"hold_ns", t.hold_ns},
@@ -129,7 +140,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"coverage", coverage()},
           {"gil_busy_share", gil_busy_share()},
           {"threads", threads},
-          {"gc", gc_.to_json(duration_ns(), wait_ns())}};
+          {"gc", gc_.to_json(duration_ns(), wait_ns())},
+          {"stacks", stacks_.to_json(duration_ns())}};
 }
 
 int64_t SummaryBuilder::wait_ns() const {

@@ -10,18 +10,20 @@
 
 #include "raw/gc_summary.hpp"
 #include "raw/records.hpp"
+#include "raw/stack_summary.hpp"
 
 namespace gilspy::raw {
 
 struct ThreadSummary {
   int64_t tid = 0;
-  std::string name;
+  std::string name;  // the Python name (threading.Thread.name) once known, else the OS's (os_name)
   int64_t first_ns = -1, last_ns = -1;  // lifetime seen in the recording
   int64_t hold_ns = 0, wait_ns = 0;
   uint64_t holds = 0, waits = 0;
   int64_t longest_hold_ns = 0, longest_wait_ns = 0;
   double hold_share() const;  // of the thread's lifetime in the recording
   double wait_share() const;
+  std::string os_name;  // what the session named it from the OS (ThreadStart)
 };
 
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
@@ -54,6 +56,7 @@ class SummaryBuilder {
   const GcSummary& gc() const { return gc_; }  // the garbage collector's figures (issue 9)
   GcSummary& gc() { return gc_; }
   int64_t wait_ns() const;  // all threads' GIL waiting together
+  const StackSummary& stacks() const { return stacks_; }  // which code held and waited (stack samples)
 
  private:
   GcSummary gc_;
@@ -65,6 +68,7 @@ class SummaryBuilder {
   int64_t total_hold_ns_ = 0;
   int64_t stopped_ns_ = 0;
   uint64_t stops_ = 0;
+  StackSummary stacks_;
 };
 
 }  // namespace gilspy::raw

@@ -20,11 +20,13 @@ int64_t CpuBudget::update(int64_t now) {
   if (window_start_ < 0) {
     window_start_ = now;
     cpu_start_ = process_cpu_ns();
+    excluded_ns_ = 0;
   } else if (now - window_start_ >= kWindowNs) {
     const int64_t cpu = process_cpu_ns();
-    observe(now - window_start_, cpu - cpu_start_);
+    observe(now - window_start_, std::max<int64_t>(0, cpu - cpu_start_ - excluded_ns_));
     window_start_ = now;
     cpu_start_ = cpu;
+    excluded_ns_ = 0;
   }
   return floor_;
 }

@@ -25,6 +25,18 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   std::vector<uint8_t> head(layouts::runtime_head_size(binary.version));
   if (!head.empty()) reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
   in.layout = layouts::resolve_layout(binary.version, head);
+  try {
+    in.stack_layout = layouts::resolve_stack_layout(binary.version, head);
+    if (!in.stack_layout.known) in.stack_problem = "gilspy knows no frame layout for Python " + binary.version.text();
+    if (in.layout.free_threaded) {
+      // Objects carry more header there (ob_tid, a shared refcount), dicts a lock: layouts gilspy does not have.
+      in.stack_layout = {};
+      in.stack_problem = "a free-threaded build's object layouts are not known to gilspy";
+    }
+  } catch (const Error& e) {
+    in.stack_layout = {};
+    in.stack_problem = e.what();
+  }
   // The GIL's cond is the target's glibc's pthread_cond_t, whatever glibc this machine has.
   const auto glibc = binary.glibc ? layouts::glibc_layout_for(binary.glibc->major, binary.glibc->minor)
                                   : layouts::glibc_layout_for(-1, -1);

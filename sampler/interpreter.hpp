@@ -4,8 +4,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 
 #include "cpython_layouts/layout.hpp"
+#include "cpython_layouts/stack_layout.hpp"
 #include "elfutils/python_binary.hpp"
 #include "sampler/gil_sample.hpp"
 #include "sampler/memory_reader.hpp"
@@ -21,6 +23,11 @@ struct Interpreter {
   uint64_t gil_addr = 0;
   uint64_t gc_addr = 0;      // 0 when the layout does not describe the GC state
   GilSample first_gil;       // the reading that validated it
+  // Frames, code objects, strings and dicts (Python stacks, thread names); known == false when this version's
+  // are not known or its _Py_DebugOffsets do not hold together for them (stack_problem says why): the GIL is
+  // recorded all the same.
+  layouts::StackLayout stack_layout;
+  std::string stack_problem;
 };
 
 // Throws Error(kNotReady) while the interpreter or its GIL do not exist yet (a process just started),

@@ -113,6 +113,30 @@ int64_t PollLoop::next_step(int64_t now, Pacing& p) {
   return p.schedule.next_step(now);
 }
 
+void PollLoop::stack_work(int64_t deadline, Pacing& p) {
+  constexpr int64_t kMarginNs = 30'000;          // left before the next poll: a read in flight ends in time
+  constexpr int64_t kBurstNs = 20'000'000;       // the bucket holds at most this much
+  const int64_t now = monotonic_ns();
+  if (p.stack_refilled_ns == 0) p.stack_refilled_ns = now;
+  p.stack_tokens_ns = std::min<int64_t>(
+      kBurstNs, p.stack_tokens_ns + static_cast<int64_t>(static_cast<double>(now - p.stack_refilled_ns) *
+                                                         options_.stacks.cpu_share));
+  p.stack_refilled_ns = now;
+  if (p.stack_tokens_ns <= 0) return;
+  const int64_t until =
+      std::min({deadline - kMarginNs, now + options_.stacks.max_per_tick_ns, now + p.stack_tokens_ns});
+  if (until <= now) return;
+  for (const Target& t : targets_) {
+    if (!t.live || !t.sampler->wants_stack_work(now)) continue;
+    const int64_t start = monotonic_ns();
+    if (start >= until) break;
+    t.sampler->stack_work(until);
+    const int64_t used = monotonic_ns() - start;
+    p.stack_tokens_ns -= used;
+    p.budget.exclude(used);
+  }
+}
+
 StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::atomic<bool>& stop) {
   for (ProcessSampler* s : samplers) add(*s);
   return run(stop);
@@ -193,6 +217,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
       deadline += skipped * step;
     }
+    if (options_.stacks.enabled) stack_work(deadline, pacing);
   }
   const int64_t t_end = std::min(monotonic_ns(), end);
   take_commands();  // a target added after the last tick still gets its end and its counters

@@ -17,6 +17,7 @@
 #include "sampler/poller_placement.hpp"
 #include "sampler/process_sampler.hpp"
 #include "sampler/record_queue.hpp"
+#include "sampler/stack_options.hpp"
 
 namespace gilspy::sampler {
 
@@ -42,6 +43,7 @@ struct PollLoopOptions {
   bool stop_when_targets_gone =
       true;  // false: keep polling (and taking new targets) when every target is gone
   bool read_gc = true;  // each poll also reads the GC state (SamplerOptions::read_gc); hidden --no-gc: not
+  StackOptions stacks{};  // Python stacks and thread names, read between polls (stack_options.hpp)
 };
 
 enum class PollerScheduling { kNormal, kNice, kRealtime };
@@ -98,11 +100,16 @@ class PollLoop {
     CpuBudget budget;
     std::vector<int> holder_cpus;  // one per target slot
     int64_t next_placement_check = 0;
+    int64_t stack_tokens_ns = 0;  // time stack reads may still take (a bucket, refilled as time passes)
+    int64_t stack_refilled_ns = 0;
   };
   void take_commands();  // poll thread: moves queued commands into effect
   void emit_stats(int64_t now);
   // After a tick at `now`: moves the poll thread off the holders' CPUs if due, and returns the next step.
   int64_t next_step(int64_t now, Pacing& p);
+  // Between a tick and the next deadline: the targets' stack and name reads, within their own budget
+  // (options.stacks.cpu_share of a core) and never past the deadline; their CPU is left out of p.budget's.
+  void stack_work(int64_t deadline, Pacing& p);
 
   PollLoopOptions options_;
   RecordQueue& queue_;

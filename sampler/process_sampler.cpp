@@ -54,6 +54,18 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       gc_.read_state_into(span_bytes_.data() + (gc - lo));
     }
   }
+  if (options_.stacks.enabled && interp.stack_layout.known) {
+    stacks_ = std::make_unique<StackSampler>(interp, reader, queue, target, options_.stacks, ThreadWalker::kMaxThreads);
+  }
+}
+
+void ProcessSampler::stack_work(int64_t deadline) {
+  if (stacks_ == nullptr || gone_) return;
+  try {
+    stacks_->work(deadline);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNoSuchProcess) throw;  // gone: the next poll ends the target
+  }
 }
 
 const char* to_string(TargetEnd e) {
@@ -98,6 +110,7 @@ void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {
     const Track& t = tracks_[i];
     emit(raw::ThreadState{.tid = t.ref.tid, .ts = t_now, .role = t.role, .since = t.since_ns});
   }
+  if (stacks_) stacks_->emit_stats(t_now);
 }
 
 void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
@@ -112,6 +125,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == GilRole::kWaiting) gc_.wait_closed(slot, t.since_ns, at);
   t.role = role;
   t.since_ns = at;
+  if (stacks_) stacks_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
 }
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
@@ -152,6 +166,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       set_role(t, GilRole::kReleased, t_mid);
       emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
       tasks_.thread_removed(i);
+      if (stacks_) stacks_->thread_removed(i);
       t.active = false;
     }
   }
@@ -171,6 +186,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
+      if (stacks_) stacks_->thread_added(i, t.ref.tstate, t.ref.pthread_id, t.ref.tid, t_mid);
       emit(raw::ThreadStart{.tid = t.ref.tid,
                             .ts = t_mid,
                             .tstate = t.ref.tstate,
@@ -368,6 +384,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
   activity_.collecting = gc_.collecting();
   note_activity(g, delta, dirty, t_now, t_mid);
+  if (stacks_) stacks_->after_poll(t_now, holder);
   holder_ = holder;
   watched_ = last;
   prev_ = g;
@@ -419,6 +436,7 @@ void ProcessSampler::finish(int64_t t_end) {
     set_role(t, GilRole::kReleased, t_end);
     emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_end});
     tasks_.thread_removed(i);
+    if (stacks_) stacks_->thread_removed(i);
     t.active = false;
   }
   active_.clear();

@@ -17,6 +17,8 @@
 #include "sampler/interpreter.hpp"
 #include "sampler/poll_schedule.hpp"
 #include "sampler/record_queue.hpp"
+#include "sampler/stack_options.hpp"
+#include "sampler/stack_sampler.hpp"
 #include "sampler/task_cpu.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"
@@ -75,6 +77,7 @@ struct SamplerOptions {
   // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
   // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
   int64_t gc_read_period_ns = 150'000;
+  StackOptions stacks{};                  // Python stacks and thread names (stack_sampler.hpp)
 };
 
 class ProcessSampler {
@@ -104,6 +107,13 @@ class ProcessSampler {
   TargetEnd end_cause() const { return end_cause_; }
   // The garbage collector's side (why it is not recorded, if it is not).
   const GcTracker& gc() const { return gc_; }
+
+  // Python stacks and thread names (stack_sampler.hpp), read between polls on the poll thread: whether there
+  // is something to read now, and reading it until `deadline` (CLOCK_MONOTONIC ns).
+  bool wants_stack_work(int64_t now) const { return stacks_ != nullptr && !gone_ && stacks_->has_work(now); }
+  void stack_work(int64_t deadline);
+  // Where the session finds the text of the stack records (nullptr when stacks are off or unknown here).
+  const StackTables* stack_tables() const { return stacks_ ? &stacks_->tables() : nullptr; }
 
  private:
   struct Track {
@@ -172,6 +182,7 @@ class ProcessSampler {
   uint64_t span_addr_ = 0;
   std::vector<uint8_t> span_bytes_;
   size_t gil_in_span_ = 0;
+  std::unique_ptr<StackSampler> stacks_;  // null with --no-stacks or without a stack layout
 };
 
 }  // namespace gilspy::sampler

@@ -12,5 +12,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/gi
 echo "== convert under the mutation fuzzer, AddressSanitizer + UndefinedBehaviorSanitizer (15 s)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build-asan/tests/gilspy_fuzz_convert --seconds 15 tests/data/small.raw.json
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  build-asan/tests/gilspy_fuzz_convert --seconds 5 tests/data/stacks.raw.json
 echo "== all tests (unit + end-to-end), one at a time: the end-to-end tests measure timing on a small machine"
 ctest --test-dir build --output-on-failure --timeout 600

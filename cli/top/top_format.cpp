@@ -105,7 +105,9 @@ struct ColumnSpec {
   int keep;           // the lowest is dropped first
 };
 
-constexpr std::array<ColumnSpec, 10> kColumns{{
+constexpr std::size_t kFunctionWidth = 30;
+
+constexpr std::array<ColumnSpec, 11> kColumns{{
     {Col::kTid, "TID", 7, 100},
     {Col::kName, "NAME", kNameMin, 40},
     {Col::kHold, "HOLD%", 5, 90},
@@ -116,6 +118,7 @@ constexpr std::array<ColumnSpec, 10> kColumns{{
     {Col::kMaxHold, "MAX HOLD", 8, 30},
     {Col::kMaxWait, "MAX WAIT", 8, 20},
     {Col::kBar, "HOLD/WAIT", kBarWidth, 5},
+    {Col::kFunction, "FUNCTION", kFunctionWidth, 12},  // where its last stack sample was
 }};
 constexpr int kAlwaysKept = 80;  // TID, HOLD%, WAIT%
 
@@ -159,7 +162,7 @@ Line table_heading(const TableLayout& layout) {
   for (std::size_t i = 0; i < layout.columns.size(); ++i) {
     const Col c = layout.columns[i];
     if (i > 0) text += ' ';
-    text += pad(spec(c).title, column_width(layout, c), c == Col::kName || c == Col::kBar);
+    text += pad(spec(c).title, column_width(layout, c), c == Col::kName || c == Col::kBar || c == Col::kFunction);
   }
   return Line{{{text, Style::kHeading}}, false};
 }
@@ -201,8 +204,10 @@ Line table_row(const TableLayout& layout, const ThreadRow& t, bool totals) {
       case Col::kMaxHold: value = format_duration(f.longest_hold_ns); break;
       case Col::kMaxWait: value = format_duration(f.longest_wait_ns); break;
       case Col::kBar: break;
+      case Col::kFunction: value = t.function.empty() ? "-" : escape_for_terminal(t.function); break;
     }
-    line.segments.push_back({pad(value, column_width(layout, c), c == Col::kName), Style::kPlain});
+    const bool left = c == Col::kName || c == Col::kFunction;
+    line.segments.push_back({pad(value, column_width(layout, c), left), Style::kPlain});
   }
   return line;
 }

@@ -48,7 +48,7 @@ std::string emit(const Line& line, std::size_t width, bool colour);
 
 // ---- the thread table --------------------------------------------------------------------------------------
 
-enum class Col { kTid, kName, kHold, kWait, kReleased, kHoldsPerS, kMeanHold, kMaxHold, kMaxWait, kBar };
+enum class Col { kTid, kName, kHold, kWait, kReleased, kHoldsPerS, kMeanHold, kMaxHold, kMaxWait, kBar, kFunction };
 
 struct TableLayout {
   std::vector<Col> columns;  // in display order
@@ -56,7 +56,8 @@ struct TableLayout {
 };
 
 // The columns that fit in `width`: the least important are dropped first (REL%, MEAN HOLD, the bar, HOLDS/S,
-// MAX WAIT, MAX HOLD, NAME); TID, HOLD% and WAIT% always stay. NAME takes the room that is left, up to a cap.
+// FUNCTION, MAX WAIT, MAX HOLD, NAME); TID, HOLD% and WAIT% always stay. NAME takes the room that is left, up
+// to a cap.
 TableLayout layout_table(std::size_t width);
 
 Line table_heading(const TableLayout& layout);

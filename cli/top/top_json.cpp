@@ -60,6 +60,7 @@ std::string render_json(const TopSnapshot& s) {
     for (const ThreadRow& t : p.threads) {
       threads.push_back({{"tid", t.tid},
                          {"name", t.name},
+                         {"function", t.function.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.function)},
                          {"ended", t.ended},
                          {"interval", thread_figures(t.interval)},
                          {"total", thread_figures(t.total)}});

@@ -49,6 +49,14 @@ void TopModel::thread_started(uint32_t id, int64_t tid, std::string name, int64_
   t.account.seen(ts_ns);
 }
 
+void TopModel::thread_named(uint32_t id, int64_t tid, std::string name) {
+  process(id).thread(tid).name = std::move(name);
+}
+
+void TopModel::thread_function(uint32_t id, int64_t tid, std::string function) {
+  if (!function.empty()) process(id).thread(tid).function = std::move(function);
+}
+
 void TopModel::thread_ended(uint32_t id, int64_t tid, int64_t ts_ns) {
   Process& p = process(id);
   p.note(ts_ns);
@@ -146,6 +154,7 @@ ProcessRow TopModel::close_process(Process& p, int64_t now_ns) {
     ThreadRow tr;
     tr.tid = tid;
     tr.name = t.name;
+    tr.function = t.function;
     tr.ended = t.account.is_ended();
     const Credited c = t.account.close_window(now_ns, b, tr.interval, tr.total);
     p.busy_window_ns += c.window_ns;

@@ -31,6 +31,9 @@ class TopModel {
 
   void add_process(ProcessInfo info);
   void thread_started(uint32_t id, int64_t tid, std::string name, int64_t ts_ns);
+  void thread_named(uint32_t id, int64_t tid, std::string name);  // its Python name, once read or renamed
+  // The function it was in at its last stack sample (a hold's start, every 10 ms of a hold, a wait's start).
+  void thread_function(uint32_t id, int64_t tid, std::string function);
   void thread_ended(uint32_t id, int64_t tid, int64_t ts_ns);
   void hold(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
   void wait(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
@@ -50,6 +53,7 @@ class TopModel {
   struct Thread {
     int64_t tid = 0;
     std::string name;
+    std::string function;  // the innermost function of its last stack sample
     ThreadAccount account;
     int shown_after_end = 0;
   };

@@ -52,6 +52,7 @@ struct ThreadFigures {
 struct ThreadRow {
   int64_t tid = 0;
   std::string name;
+  std::string function;  // "qualname (file:line)" of its last stack sample; empty without one
   bool ended = false;
   ThreadFigures interval, total;
 };

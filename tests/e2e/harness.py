@@ -237,8 +237,9 @@ def check_trace(path, raw):
     named = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     lanes = {}
     for e in events:
-        # gc slices lie inside the collector's hold_gil (scenarios_gc.py checks that); the rest never overlap.
-        if e["ph"] == "X" and not (e["name"] == "gc" and e["tid"] != 4194305):
+        # gc slices lie inside the collector's hold_gil (scenarios_gc.py checks that) and Python frames (cat
+        # "stack") inside their hold_gil / take_gil slice (the checker above checks both); the rest never overlap.
+        if e["ph"] == "X" and not (e["name"] == "gc" and e["tid"] != 4194305) and e.get("cat") != "stack":
             lanes.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
     for lane, items in lanes.items():
         check(lane in named, f"trace: lane {lane} has no thread_name")

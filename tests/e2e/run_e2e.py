@@ -14,6 +14,7 @@ import time
 
 import scenarios_gc
 import scenarios_jobs
+import scenarios_stacks
 import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
                      check_trace, main, run_gilspy, run_trace_checker, single_raw, workload_env, WORKLOADS)
@@ -1186,6 +1187,7 @@ SCENARIOS = {
 SCENARIOS.update(scenarios_summary.SCENARIOS)
 SCENARIOS.update(scenarios_jobs.SCENARIOS)
 SCENARIOS.update(scenarios_gc.SCENARIOS)
+SCENARIOS.update(scenarios_stacks.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)

@@ -37,8 +37,11 @@ def scenario_summary_many_threads(gilspy, python):
         busy = set(w.info["busy"])
         d = tempfile.mkdtemp(prefix="gilspy-sum-")
         out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 2, "-o", d, check_rc=0)
+        # The threads part fits a screen; the Python stacks' part (top holders, wait sites) comes after it.
         lines = out.stdout.splitlines()
-        check(len(lines) <= 40, f"the summary takes {len(lines)} lines for 301 threads:\n{out.stdout}")
+        stacks_at = next((i for i, l in enumerate(lines) if l.startswith("  Python stacks:")), len(lines))
+        check(stacks_at <= 40, f"the summary takes {stacks_at} lines for 301 threads:\n{out.stdout}")
+        check(len(lines) - stacks_at <= 13, f"the stack part takes {len(lines) - stacks_at} lines:\n{out.stdout}")
         rows = summary_rows(out.stdout)
         check(len(rows) == 20, f"{len(rows)} rows, expected the 20 busiest:\n{out.stdout}")
         top3 = {int(tid) for tid, _ in rows[:3] if tid != "-"}
@@ -86,8 +89,9 @@ def scenario_hostile_names(gilspy, python):
         d = tempfile.mkdtemp(prefix="gilspy-esc-")
         out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d, check_rc=0)
         check_no_control(out.stdout + out.stderr, "record's output")
-        # The table cuts names to its column: the start of the escaped name shows there.
-        check(f"thread {hostile} (\\x1B]0;pw\\x07" in out.stdout, f"the hostile name is not shown escaped:\n{out.stdout}")
+        # The table cuts names to its column: the start of the escaped names shows there, the Python name
+        # first, then the OS name it set with prctl.
+        check("h\\x1B[2J (\\x1B]0;pw\\x07" in out.stdout, f"the hostile names are not shown escaped:\n{out.stdout}")
         info = run_gilspy(gilspy, "info", "-p", w.pid, check_rc=0)
         check_no_control(info.stdout + info.stderr, "info's output")
         check(re.search(rf"^\s+{hostile}\s.*\\x1B\]0;pw\\x07\\x0A\\x1B\[2J", info.stdout, re.M),

@@ -19,6 +19,7 @@ struct LaneEvent {
   double dur;  // 0 for an instant
   size_t index;  // in traceEvents, for the message
   bool slice;    // an "X" with dur > 0 (may hold others)
+  bool nests;    // ...that may lie inside another: a Python frame (cat "stack") or a collection ("gc")
 };
 
 class Checker {
@@ -34,7 +35,7 @@ class Checker {
     if (!e.is_object()) return problem(fmt::format("event #{} is not an object", i));
     if (options_.merged) {
       const auto cat = e.find("cat");
-      if (cat == e.end() || *cat != "gil") return;  // the profiler's own event
+      if (cat == e.end() || (*cat != "gil" && *cat != "stack")) return;  // the profiler's own event
     }
     const auto ph = e.find("ph");
     if (ph == e.end() || !ph->is_string()) return problem(fmt::format("event #{} has no ph", i));
@@ -63,8 +64,12 @@ class Checker {
       dur = d->get<double>();
       if (!(dur >= 0)) return problem(fmt::format("event #{}: negative dur {}", i, dur));
     }
-    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back(
-        {ts->get<double>(), dur, i, p == "X" && dur > 0});
+    const auto cat = e.find("cat");
+    const auto name = e.find("name");
+    const bool frame = cat != e.end() && cat->is_string() && *cat == "stack";
+    const bool gc = name != e.end() && name->is_string() && *name == "gc";
+    const bool slice = p == "X" && dur > 0;
+    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back({ts->get<double>(), dur, i, slice, slice && (frame || gc)});
     ++result.events;
   }
 
@@ -76,7 +81,8 @@ class Checker {
       std::stable_sort(items.begin(), items.end(), [](const LaneEvent& a, const LaneEvent& b) {
         if (a.ts != b.ts) return a.ts < b.ts;
         if (a.slice != b.slice) return !a.slice;
-        return a.ts + a.dur > b.ts + b.dur;
+        if (a.ts + a.dur != b.ts + b.dur) return a.ts + a.dur > b.ts + b.dur;
+        return !a.nests && b.nests;  // a child as long as its parent (a gc filling its hold) comes after it
       });
       std::vector<const LaneEvent*> open;  // slices that the next event may lie inside, innermost last
       for (size_t k = 0; k < items.size(); ++k) {
@@ -86,15 +92,18 @@ class Checker {
         if (!open.empty()) {
           const LaneEvent& a = *open.back();
           const double a_end = a.ts + a.dur;  // what a JavaScript viewer computes
-          // A slice may lie wholly inside another (DevTools nests it); one that starts inside and ends
-          // after it is dropped, and an instant inside a slice is not where gilspy means it.
-          if (!b.slice || b.ts + b.dur > a_end) {
+          // A frame or gc slice may lie wholly inside another (DevTools nests it); one that starts inside and
+          // ends after it is dropped, a GIL slice inside another is an overlap, and an instant inside a slice
+          // is not where gilspy means it.
+          if (!b.nests || b.ts + b.dur > a_end) {
             problem(fmt::format(
                 "lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} "
                 "({}{})",
                 lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end, b.ts,
                 events[b.index].value("name", "?"),
-                b.slice ? ", which starts inside it and ends after it" : ", an instant inside it"));
+                !b.slice  ? ", an instant inside it"
+                : b.nests ? ", which starts inside it and ends after it"
+                          : ", a slice that may not nest"));
             continue;
           }
         }

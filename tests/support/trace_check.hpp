@@ -8,9 +8,11 @@
 // - Events are "X", "I", "C" or "M" (MindStudio reads no "i", DevTools draws no "i"), with integer pid and
 //   tid and, but for "M", a number ts; an "X" has a number dur >= 0.
 // - On each lane (pid, tid), the "X" and "I" events ordered by start follow one another:
-//   ts_i + dur_i <= ts_{i+1}, added as doubles, unless an "X" lies wholly inside the one before (ends, as ts + dur in doubles, no later
-//   than it: a gc slice inside its hold_gil). DevTools' trace engine drops an entry that starts inside the
-//   previous one and ends after it, and a one-ulp overshoot is enough; an instant inside a slice is an error.
+//   ts_i + dur_i <= ts_{i+1}, added as doubles, unless a gc or frame "X" lies wholly inside the one before (ends, as
+//   ts + dur in doubles, no later than it: a gc slice inside its hold_gil, a Python frame slice (cat
+//   "stack") inside its hold_gil / take_gil or its caller's frame). DevTools' trace engine drops an entry that
+//   starts inside the previous one and ends after it, and a one-ulp overshoot is enough; an instant inside a
+//   slice is an error.
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -30,7 +32,8 @@ struct TraceCheckResult {
 inline constexpr size_t kMaxProblems = 20;
 
 struct TraceCheckOptions {
-  // A trace gilspy merged its lanes into (convert --merge-into): only gilspy's events (cat "gil") are held to
+  // A trace gilspy merged its lanes into (convert --merge-into): only gilspy's events (cat "gil", and its
+  // Python frames, cat "stack") are held to
   // the rules above, the profiler's own are as the profiler wrote them ("i", "s", "f", string pids); a ts may
   // be a string of decimal µs, as Ascend's trace_view.json writes it.
   bool merged = false;

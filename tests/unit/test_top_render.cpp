@@ -121,7 +121,7 @@ TEST_CASE("render: a narrow terminal drops the least important columns, a wide o
   const top::TopSnapshot s = sample();
   const std::string wide = heading(top::render_screen(s, {200, 24}));
   for (const char* title : {"TID", "NAME", "HOLD%", "WAIT%", "REL%", "HOLDS/S", "MEAN HOLD", "MAX HOLD",
-                            "MAX WAIT", "HOLD/WAIT"}) {
+                            "MAX WAIT", "HOLD/WAIT", "FUNCTION"}) {
     CHECK(wide.find(title) != std::string::npos);
   }
   const std::string narrow = heading(top::render_screen(s, {60, 24}));

@@ -1,5 +1,6 @@
 """A thread whose OS name is terminal control: ESC sequences that would clear the screen and set the window
-title, a BEL and a newline (prctl PR_SET_NAME; 15 bytes at most). It and the main thread take turns on the GIL.
+title, a BEL and a newline (prctl PR_SET_NAME; 15 bytes at most), and whose Python name (threading.Thread.name)
+holds one too, "h ESC[2J". It and the main thread take turns on the GIL.
 
 usage: hostile_names.py SECONDS
 """
@@ -26,7 +27,7 @@ def worker():
 
 
 stop = time.monotonic() + duration
-t = threading.Thread(target=worker)
+t = threading.Thread(target=worker, name="h\x1b[2J")
 t.start()
 ready.wait()
 info = {"main": native_id(), "hostile": tid[0]}

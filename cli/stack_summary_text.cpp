@@ -1,0 +1,73 @@
+#include "cli/stack_summary_text.hpp"
+
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "base/terminal_text.hpp"
+
+namespace gilspy::cli {
+namespace {
+
+std::string dur(int64_t ns) {
+  if (ns < 1'000'000) return fmt::format("{} us", (ns + 500) / 1000);
+  if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+  return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
+}
+
+// "qualname (file:line)", escaped; the file's directories are dropped when the whole would not fit a line.
+std::string place(const std::string& function, const std::string& file, int32_t line) {
+  if (file.empty()) return escape_for_terminal(function);
+  std::string where = file;
+  if (function.size() + file.size() > 60) {
+    const auto slash = file.rfind('/');
+    if (slash != std::string::npos) where = ".../" + file.substr(slash + 1);
+  }
+  return fmt::format("{} ({}:{})", escape_for_terminal(function), escape_for_terminal(where), line);
+}
+
+}  // namespace
+
+void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int64_t duration_ns,
+                         size_t rows) {
+  const raw::StackStats& c = stacks.costs();
+  if (c.walks == 0 && !stacks.any_samples()) return;  // --no-stacks, or a version whose stacks are not read
+  const double seconds = static_cast<double>(duration_ns) / 1e9;
+  fmt::format_to(std::back_inserter(out),
+                 "  Python stacks: {} samples ({:.0f}/s), {:.0f} bytes read per stack, {:.2f} % of a core; "
+                 "dropped: {} torn, {} invalid; {} not read in time\n",
+                 c.samples, seconds > 0 ? static_cast<double>(c.samples) / seconds : 0.0,
+                 c.walks > 0 ? static_cast<double>(c.bytes) / static_cast<double>(c.walks) : 0.0,
+                 seconds > 0 ? 100.0 * static_cast<double>(c.read_ns) / 1e9 / seconds : 0.0, c.torn,
+                 c.invalid, c.skipped);
+  // Functions that held the GIL only while nobody waited are not what blocked anyone: left out, unless no
+  // function held it while others waited (then the longest holders are shown).
+  auto holders = stacks.top_holders(rows);
+  if (!holders.empty() && holders.front().contended_ns > 0) {
+    std::erase_if(holders, [](const raw::HolderRow& r) { return r.contended_ns == 0; });
+  }
+  if (!holders.empty()) {
+    out +=
+        "  top GIL holders while others waited (innermost function; WHILE WAITED: held while another thread "
+        "waited):\n";
+    fmt::format_to(std::back_inserter(out), "    {:>13} {:>10} {:>13} {:>8}  {}\n", "WHILE WAITED", "HELD",
+                   "LONGEST HOLD", "WAITERS", "FUNCTION");
+    for (const raw::HolderRow& r : holders) {
+      fmt::format_to(std::back_inserter(out), "    {:>13} {:>10} {:>13} {:>8.1f}  {}\n", dur(r.contended_ns),
+                     dur(r.hold_ns), dur(r.longest_ns), r.mean_waiters,
+                     place(r.function, r.file, r.first_line));
+    }
+  }
+  const auto sites = stacks.wait_sites(rows);
+  if (!sites.empty()) {
+    out += "  where threads wait for the GIL (the line that asked for it):\n";
+    fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", "WAITED", "WAITS",
+                   "LONGEST WAIT", "CALL SITE");
+    for (const raw::WaitSiteRow& r : sites) {
+      fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", dur(r.wait_ns), r.waits,
+                     dur(r.longest_ns), place(r.function, r.file, r.line));
+    }
+  }
+}
+
+}  // namespace gilspy::cli

@@ -1,0 +1,96 @@
+#include "convert/collapsed.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "base/error.hpp"
+#include "raw/stack_summary.hpp"
+
+namespace gilspy::convert {
+namespace {
+
+constexpr const char* kNoStack = "[no stack sample]";
+
+// A frame as flame-graph tools read it: ';' separates frames and the last space the count, so neither may be
+// ambiguous; newlines would end the line.
+std::string folded_frame(const raw::FrameDef& f) {
+  std::string s = fmt::format("{} ({}:{})", f.qualname, f.file, f.line);
+  for (char& c : s) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string default_collapsed_path(const std::string& input) {
+  std::string stem = input;
+  for (const char* suffix : {".partial", ".json"}) {
+    const std::string_view sv(suffix);
+    if (stem.size() > sv.size() && stem.compare(stem.size() - sv.size(), sv.size(), sv) == 0) {
+      stem.resize(stem.size() - sv.size());
+    }
+  }
+  return stem + ".folded";
+}
+
+CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, const std::string& output,
+                                     const CollapsedOptions& options) {
+  if (inputs.empty()) throw Error(ErrorKind::kUsage, "no input to convert");
+  CollapsedReport report;
+  std::map<std::string, int64_t> weights;                        // folded stack -> ns
+  OutputFile out = OutputFile::temporary(output, options.mode);  // the name is checked before any work
+  for (const std::string& path : inputs) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorKind::kIo, "cannot open " + path + ": " + std::strerror(errno));
+    raw::StackPieces* pieces_ptr = nullptr;
+    raw::StackPieces pieces([&](const std::vector<raw::StackPiece>& pieces_of_interval) {
+      for (const raw::StackPiece& p : pieces_of_interval) {
+        const bool hold = p.role == raw::GilRole::kHolding;
+        if (hold == (options.weight == FoldWeight::kWait)) continue;
+        const int64_t ns = options.weight == FoldWeight::kContention ? p.contended_ns : p.to - p.from;
+        if (ns <= 0) continue;
+        std::string line;
+        const auto s = pieces_ptr->stacks().find(p.stack);
+        if (s != pieces_ptr->stacks().end()) {
+          for (auto it = s->second.frames.rbegin(); it != s->second.frames.rend(); ++it) {
+            const auto f = pieces_ptr->frames().find(*it);
+            if (f == pieces_ptr->frames().end()) continue;
+            if (!line.empty()) line += ';';
+            line += folded_frame(f->second);
+          }
+        }
+        if (line.empty()) line = kNoStack;
+        weights[line] += ns;
+      }
+    });
+    pieces_ptr = &pieces;
+    const raw::ReadResult result = raw::read(
+        in, path, [](const raw::Meta&) {},
+        [&](const raw::Record& r) {
+          if (std::holds_alternative<raw::StackSample>(r)) ++report.stack_samples;
+          pieces.add(r);
+        },
+        {.salvage = options.salvage});
+    if (!result.complete) report.incomplete.push_back(path);
+  }
+  std::string text;
+  for (const auto& [stack, ns] : weights) {
+    const uint64_t us = static_cast<uint64_t>((ns + 500) / 1000);
+    if (us == 0) continue;
+    text += fmt::format("{} {}\n", stack, us);
+    ++report.lines;
+    report.total_us += us;
+    if (stack == kNoStack) report.unattributed_us += us;
+  }
+  out.write_all(text);
+  out.commit();
+  return report;
+}
+
+}  // namespace gilspy::convert

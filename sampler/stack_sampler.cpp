@@ -1,0 +1,319 @@
+#include "sampler/stack_sampler.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sampler/poll_loop.hpp"
+
+namespace gilspy::sampler {
+namespace {
+
+constexpr int64_t kNewThreadNameDelayNs = 10'000'000;    // a new thread is in threading._active by then
+constexpr int64_t kUnnamedRetryNs = 100'000'000;         // a young thread not found there yet: again soon
+constexpr int64_t kYoungThreadNs = 5'000'000'000;        // ...for this long after it appeared
+constexpr int64_t kRenameCheckNs = 1'000'000'000;        // every known thread's name, for renames
+constexpr int64_t kNoThreadingRetryNs = 1'000'000'000;   // threading not imported yet
+constexpr int64_t kActiveDictRefindNs = 10'000'000'000;  // threading._active looked up again this often
+constexpr size_t kMaxNameBytes = 256;
+constexpr uint8_t kTornRetries = 2;            // a torn read of a holder is read again at once, this often
+constexpr int64_t kFailedRetryNs = 1'000'000;  // then again after this, until a read of the hold holds
+
+}  // namespace
+
+StackSampler::StackSampler(const Interpreter& interp, MemoryReader& reader, RecordQueue& queue,
+                           raw::TargetId target, const StackOptions& options, size_t max_threads)
+    : interp_(interp),
+      queue_(queue),
+      target_(target),
+      options_(options),
+      objects_(reader, interp.stack_layout),
+      codes_(objects_, tables_),
+      walker_(objects_, codes_, static_cast<size_t>(std::max(1, options.max_depth))),
+      slots_(max_threads),
+      waiters_(max_threads),
+      frame_ids_(static_cast<size_t>(std::max(1, options.max_depth))),
+      idents_(max_threads * 2),
+      thread_objs_(max_threads * 2) {}
+
+void StackSampler::thread_added(size_t slot, uint64_t tstate, uint64_t pthread_id, int64_t tid,
+                                int64_t t_now) {
+  slots_[slot] =
+      Slot{.active = true, .tstate = tstate, .pthread_id = pthread_id, .tid = tid, .added_ns = t_now};
+  names_due_ns_ = std::min(names_due_ns_, t_now + kNewThreadNameDelayNs);
+}
+
+void StackSampler::thread_removed(size_t slot) {
+  slots_[slot].active = false;
+  if (holder_request_ == static_cast<int>(slot)) holder_request_ = -1;
+}
+
+void StackSampler::role_changed(size_t slot, raw::GilRole role, int64_t since) {
+  Slot& s = slots_[slot];
+  s.role = role;
+  s.since = since;
+  s.last_sample_ns = -1;
+  s.last_attempt_ns = -1;
+  s.retries = 0;
+  if (role == raw::GilRole::kHolding) {
+    holder_request_ = static_cast<int>(slot);
+    holder_request_since_ = since;
+  } else if (role == raw::GilRole::kWaiting) {
+    // Served in order; by then the slot says whether this wait is still on and not yet sampled.
+    if (waiters_count_ < waiters_.size()) {
+      waiters_[(waiters_head_ + waiters_count_) % waiters_.size()] = static_cast<uint32_t>(slot);
+      ++waiters_count_;
+    } else {
+      ++counters_.skipped;
+    }
+  }
+}
+
+void StackSampler::after_poll(int64_t t_now, int holder_slot) {
+  if (holder_slot < 0 || holder_request_ >= 0) return;
+  const Slot& s = slots_[static_cast<size_t>(holder_slot)];
+  if (s.role != raw::GilRole::kHolding) return;
+  // Again every hold_resample_ns of a hold; a hold whose first read failed (torn, out of time) is read again
+  // soon, so that a hold the sampler sees has a stack.
+  const bool due = s.last_sample_ns >= 0
+                       ? t_now - s.last_sample_ns >= options_.hold_resample_ns
+                       : s.last_attempt_ns >= 0 && t_now - s.last_attempt_ns >= kFailedRetryNs;
+  if (due) {
+    holder_request_ = holder_slot;
+    holder_request_since_ = s.since;
+  }
+}
+
+bool StackSampler::has_work(int64_t now) const {
+  return holder_request_ >= 0 || waiters_count_ > 0 || now >= names_due_ns_;
+}
+
+bool StackSampler::read_gil(Gil* g) {
+  const auto& l = interp_.layout.gil;
+  int32_t locked = -1;
+  const ReadRegion r[3] = {{interp_.gil_addr + l.last_holder, &g->last_holder, 8},
+                           {interp_.gil_addr + l.locked, &locked, 4},
+                           {interp_.gil_addr + l.switch_number, &g->switch_number, 8}};
+  const bool ok = objects_.read(r) == 3;
+  g->locked = locked;
+  return ok;
+}
+
+void StackSampler::work(int64_t deadline) {
+  const int64_t t0 = monotonic_ns();
+  int64_t now = t0;
+  while (now < deadline) {
+    if (holder_request_ >= 0) {
+      const int slot = holder_request_;
+      holder_request_ = -1;
+      Slot& s = slots_[static_cast<size_t>(slot)];
+      if (!s.active || s.role != raw::GilRole::kHolding || s.since != holder_request_since_) {
+        ++counters_.skipped;  // the hold ended before there was time for it
+      } else {
+        sample(static_cast<size_t>(slot), raw::GilRole::kHolding, deadline);
+      }
+    } else if (waiters_count_ > 0) {
+      const uint32_t slot = waiters_[waiters_head_];
+      waiters_head_ = (waiters_head_ + 1) % waiters_.size();
+      --waiters_count_;
+      const Slot& s = slots_[slot];
+      if (s.active && s.role == raw::GilRole::kWaiting && s.last_sample_ns < 0) {
+        sample(slot, raw::GilRole::kWaiting, deadline);
+      } else if (!s.active || s.role != raw::GilRole::kWaiting) {
+        ++counters_.skipped;  // the wait ended before there was time for it
+      }
+    } else if (now >= names_due_ns_) {
+      names_step(deadline);
+      if (name_phase_ == NamePhase::kIdle && names_due_ns_ <= now) break;  // nothing more to do now
+    } else {
+      break;
+    }
+    now = monotonic_ns();
+  }
+  counters_.read_ns += static_cast<uint64_t>(now - t0);
+}
+
+void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
+  Slot& s = slots_[slot];
+  Gil before, after;
+  if (!read_gil(&before)) return;
+  const bool holding = role == raw::GilRole::kHolding;
+  if (holding && (before.locked != 1 || before.last_holder != s.tstate)) {
+    ++counters_.skipped;  // it let go in the meantime
+    return;
+  }
+  ++counters_.walks;
+  s.last_attempt_ns = monotonic_ns();
+  WalkOutput w;
+  // A holder that ran on under the read is read again at once (twice at most): the next read usually holds.
+  auto torn = [&] {
+    ++counters_.torn;
+    if (holding && s.retries < kTornRetries) {
+      ++s.retries;
+      holder_request_ = static_cast<int>(slot);
+      holder_request_since_ = s.since;
+    }
+  };
+  const WalkResult r = walker_.walk(s.tstate, deadline, &w);
+  counters_.frames += w.frames_read;
+  switch (r) {
+    case WalkResult::kOk:
+      break;
+    case WalkResult::kEmpty:
+      return;
+    case WalkResult::kTorn:
+      torn();
+      return;
+    case WalkResult::kInvalid:
+      ++counters_.invalid;
+      return;
+    case WalkResult::kFull:
+      ++counters_.skipped;
+      return;
+    case WalkResult::kBudget:
+      ++counters_.skipped;
+      if (holding) {
+        holder_request_ = static_cast<int>(slot);  // again at the next chance, if it still holds
+        holder_request_since_ = s.since;
+      }
+      return;
+  }
+  // The torn-read check: the thread must be where it was when the walk began.
+  bool ok = false;
+  const uint64_t frame_after = walker_.current_frame(s.tstate, &ok);
+  if (!read_gil(&after) || !ok || frame_after != w.first_frame) {
+    torn();
+    return;
+  }
+  if (holding ? (after.locked != 1 || after.last_holder != s.tstate ||
+                 after.switch_number != before.switch_number)
+              : (after.last_holder == s.tstate && after.switch_number != before.switch_number)) {
+    ++counters_.torn;  // it let go (or took the GIL): the interval is over, no second read
+    return;
+  }
+  emit_sample(s, role, monotonic_ns(), w);
+}
+
+void StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w) {
+  const auto frames = walker_.frames();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    bool added = false;
+    frame_ids_[i] = tables_.intern_frame(frames[i], &added);
+    if (frame_ids_[i] == 0) {
+      ++counters_.skipped;  // the frame table is full
+      return;
+    }
+    if (added) {
+      emit(raw::FrameDef{.id = frame_ids_[i],
+                         .ts = now,
+                         .qualname = {},
+                         .file = {},
+                         .line = frames[i].line,
+                         .first_line = frames[i].first_line});
+    }
+  }
+  bool added = false;
+  const uint32_t stack = tables_.intern_stack({frame_ids_.data(), frames.size()}, w.truncated, &added);
+  if (stack == 0) {
+    ++counters_.skipped;
+    return;
+  }
+  if (added) emit(raw::StackDef{.id = stack, .ts = now, .truncated = w.truncated, .frames = {}});
+  emit(raw::StackSample{.tid = s.tid, .ts = now, .since = s.since, .role = role, .stack = stack});
+  ++counters_.samples;
+  if (w.truncated) ++counters_.truncated;
+  s.last_sample_ns = now;
+  s.retries = 0;
+}
+
+bool StackSampler::find_active_dict() {
+  const auto& l = interp_.stack_layout;
+  uint64_t modules = 0;
+  if (!objects_.read_one(interp_.interp_addr + l.interp_modules, &modules, 8) ||
+      !objects_.read_dict(modules)) {
+    return false;
+  }
+  const uint64_t threading = objects_.find_str_key("threading");
+  if (threading == 0 || objects_.kind_of(threading) != PyKind::kModule) return false;
+  uint64_t module_dict = 0;
+  if (!objects_.read_one(threading + l.module_dict, &module_dict, 8) || !objects_.read_dict(module_dict)) {
+    return false;
+  }
+  active_dict_ = objects_.find_str_key("_active");
+  return active_dict_ != 0 && objects_.kind_of(active_dict_) == PyKind::kDict;
+}
+
+void StackSampler::names_step(int64_t deadline) {
+  const int64_t now = monotonic_ns();
+  if (name_phase_ == NamePhase::kIdle) {
+    if (active_dict_ == 0 || now - active_found_ns_ > kActiveDictRefindNs) {
+      active_dict_ = 0;
+      if (!find_active_dict()) {
+        active_dict_ = 0;
+        names_unavailable_ = true;
+        names_due_ns_ = now + kNoThreadingRetryNs;
+        return;
+      }
+      active_found_ns_ = now;
+      names_unavailable_ = false;
+    }
+    if (!objects_.read_dict(active_dict_)) {
+      active_dict_ = 0;  // found again next time
+      names_due_ns_ = now + kNoThreadingRetryNs;
+      return;
+    }
+    // Copy the items out: reading the names reuses the dict buffers. Keys are idents (ints), still to decode.
+    active_count_ = std::min(objects_.item_count(), idents_.size());
+    for (size_t i = 0; i < active_count_; ++i) {
+      idents_[i] = objects_.item_key(i);
+      thread_objs_[i] = objects_.item_value(i);
+    }
+    for (size_t i = 0; i < active_count_; ++i) {
+      const auto ident = objects_.read_uint(idents_[i]);
+      idents_[i] = ident.value_or(0);
+      if (i % 32 == 31 && monotonic_ns() >= deadline) {
+        // Too many threads for one step: the rest of the idents are not decoded; try them at the next
+        // refresh.
+        active_count_ = i + 1;
+        break;
+      }
+    }
+    name_phase_ = NamePhase::kThreads;
+    name_cursor_ = 0;
+  }
+  char text[kMaxNameBytes];
+  for (; name_cursor_ < slots_.size(); ++name_cursor_) {
+    if (monotonic_ns() >= deadline) return;  // the rest at the next step
+    Slot& s = slots_[name_cursor_];
+    if (!s.active) continue;
+    uint64_t obj = 0;
+    for (size_t i = 0; i < active_count_ && obj == 0; ++i) {
+      if (idents_[i] == s.pthread_id) obj = thread_objs_[i];
+    }
+    if (obj == 0) continue;
+    const uint64_t name = objects_.attribute(obj, "_name");
+    if (name == 0 || name == s.name_obj) continue;
+    bool cut = false;
+    const auto len = objects_.read_str(name, {text, sizeof text}, &cut);
+    if (!len || *len == 0) continue;  // not text: left as it was
+    const uint32_t id = tables_.intern_string({text, *len});
+    if (id == 0) continue;
+    s.name_obj = name;
+    ++counters_.name_reads;
+    emit(raw::ThreadName{.tid = s.tid, .ts = monotonic_ns(), .name = {}, .text_id = id, .os_name = {}});
+  }
+  name_phase_ = NamePhase::kIdle;
+  bool young_unnamed = false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    young_unnamed = young_unnamed || (s.active && s.name_obj == 0 && now - s.added_ns < kYoungThreadNs);
+  }
+  names_due_ns_ = now + (young_unnamed ? kUnnamedRetryNs : kRenameCheckNs);
+}
+
+void StackSampler::emit_stats(int64_t t_now) {
+  counters_.ts = t_now;
+  counters_.bytes = objects_.bytes_read();
+  emit(raw::StackStats(counters_));
+}
+
+}  // namespace gilspy::sampler

@@ -1,0 +1,108 @@
+#pragma once
+// Which code: the Python stacks of the GIL's holder and of its waiters, and the threads' Python names, read
+// where they matter and never at every poll. The process sampler tells it when a thread starts holding or
+// waiting (set_role) and who holds after each poll; between polls, within the time the poll loop gives it,
+// it reads:
+// - the holder's stack at the start of each hold it is told of, and again every hold_resample_ns of a hold;
+// - each waiter's stack when it starts waiting (the call that gave up or asked for the GIL);
+// - the threads' names (threading._active[ident]._name): soon after a thread appears, then every few
+//   seconds for renames.
+// A read that is stale by the time there is time for it (the hold or wait ended) is skipped. A holder's stack
+// is read while it runs: the GIL's holder and switch count and the thread's innermost frame are read before
+// and after, and a sample whose thread moved meanwhile is dropped as torn (counted, never shown). Samples go
+// out as interned records (raw/records.hpp: FrameDef, StackDef, StackSample; ThreadName), their text in the
+// StackTables the session fills them from. Fixed-size tables; nothing allocates after construction.
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "raw/records.hpp"
+#include "sampler/code_cache.hpp"
+#include "sampler/interpreter.hpp"
+#include "sampler/record_queue.hpp"
+#include "sampler/remote_objects.hpp"
+#include "sampler/stack_options.hpp"
+#include "sampler/stack_tables.hpp"
+#include "sampler/stack_walker.hpp"
+
+namespace gilspy::sampler {
+
+class StackSampler {
+ public:
+  StackSampler(const Interpreter& interp, MemoryReader& reader, RecordQueue& queue, raw::TargetId target,
+               const StackOptions& options, size_t max_threads);
+
+  // From the process sampler, on the poll thread.
+  void thread_added(size_t slot, uint64_t tstate, uint64_t pthread_id, int64_t tid, int64_t t_now);
+  void thread_removed(size_t slot);
+  void role_changed(size_t slot, raw::GilRole role, int64_t since);
+  void after_poll(int64_t t_now, int holder_slot);
+  void emit_stats(int64_t t_now);
+
+  // Whether there is something to read now; and reading it, until `deadline` (CLOCK_MONOTONIC ns).
+  bool has_work(int64_t now) const;
+  void work(int64_t deadline);
+
+  const StackTables& tables() const { return tables_; }
+  const raw::StackStats& counters() const { return counters_; }
+
+ private:
+  struct Slot {
+    bool active = false;
+    uint64_t tstate = 0, pthread_id = 0;
+    int64_t tid = 0;
+    raw::GilRole role = raw::GilRole::kReleased;
+    int64_t since = 0;
+    int64_t last_sample_ns = -1;   // of the current hold or wait
+    int64_t last_attempt_ns = -1;  // ...and when its last read began
+    uint8_t retries = 0;           // torn reads of it read again
+    bool waiter_queued = false;
+    // Names.
+    int64_t added_ns = 0;
+    uint64_t name_obj = 0;  // the str object its name was read from (a rename assigns another)
+  };
+  struct Gil {
+    uint64_t last_holder = 0, switch_number = 0;
+    int locked = -1;
+  };
+  bool read_gil(Gil* g);
+  // One stack read for `slot`, as the holder or as a waiter.
+  void sample(size_t slot, raw::GilRole role, int64_t deadline);
+  void emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
+  // Thread names: one step of a refresh (find threading._active, read it, then a few threads' names).
+  void names_step(int64_t deadline);
+  bool find_active_dict();
+  template <class Kind>
+  void emit(Kind&& record) {
+    queue_.push(target_, std::forward<Kind>(record));
+  }
+
+  Interpreter interp_;
+  RecordQueue& queue_;
+  raw::TargetId target_;
+  StackOptions options_;
+  RemoteObjects objects_;
+  StackTables tables_;
+  CodeCache codes_;
+  StackWalker walker_;
+  ZeroedArray<Slot> slots_;
+  ZeroedArray<uint32_t> waiters_;  // a ring of slots to read
+  size_t waiters_head_ = 0, waiters_count_ = 0;
+  ZeroedArray<uint32_t> frame_ids_;
+  int holder_request_ = -1;
+  int64_t holder_request_since_ = 0;
+  raw::StackStats counters_;
+  // Names: threading._active's items at the last refresh (ident -> Thread object).
+  uint64_t active_dict_ = 0;
+  int64_t active_found_ns_ = -1;
+  ZeroedArray<uint64_t> idents_, thread_objs_;
+  size_t active_count_ = 0;
+  enum class NamePhase : uint8_t { kIdle, kThreads } name_phase_ = NamePhase::kIdle;
+  size_t name_cursor_ = 0;
+  int64_t names_due_ns_ = 0;
+  bool names_unavailable_ = false;  // threading is not imported (or not readable): asked again rarely
+};
+
+}  // namespace gilspy::sampler

@@ -1,0 +1,176 @@
+"""Which code: thread names and the Python stacks of the holder and the waiters, on a workload whose code is
+known (tests/workloads/stacks.py), one recording per interpreter with `top --json` watching at the same time:
+
+- names: lanes, summary, KN records and top carry threading.Thread.name (A, B, churn-N, a rename);
+- phase 1: A's holds name hog, on lines inside hog's 30-line body (several of them); B's waits name the
+  sleep line of sleeper; folded stacks weighted by contention put >= 90 % under hog; the summary's top holder
+  is hog and its top wait site sleeper; top shows A in hog;
+- phase 2: qualified names of a method, a nested function, a lambda, a generator, an asyncio coroutine (3.11+
+  co_qualname; the plain name before), a 200-deep recursion cut at 64 frames and marked, unwinding fast while
+  read: no garbage (every frame name and file plausible, every line positive), drops counted;
+- the trace: hold slices name their function in args, frames nest under them (gilspy_trace_check).
+"""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+from harness import Failure, Raw, Workload, check, check_trace, run_gilspy, single_raw
+
+NAME = re.compile(r"^[A-Za-z_<][\w<>.\-]*$")
+
+
+def version_of(python):
+    out = subprocess.run([python, "-c", "import sys; print(sys.version_info[1])"], capture_output=True, text=True)
+    return int(out.stdout.strip())
+
+
+class Stacks:
+    """The stack records of a raw file."""
+
+    def __init__(self, raw):
+        ev = raw.events
+        self.frames = {e[1]: {"qualname": e[3], "file": e[4], "line": e[5], "first_line": e[6]}
+                       for e in ev if e[0] == "F" and len(e) > 1}
+        self.stacks = {e[1]: {"truncated": bool(e[3]), "frames": e[4]} for e in ev if e[0] == "FS"}
+        self.samples = [{"tid": e[1], "ts": e[2], "since": e[3], "role": e[4], "stack": e[5]} for e in ev if e[0] == "K"]
+        self.names = [(e[1], e[3], e[4] if len(e) > 4 else "") for e in ev if e[0] == "KN"]
+
+    def innermost(self, sample):
+        return self.frames[self.stacks[sample["stack"]]["frames"][0]]
+
+    def of(self, tid, role):
+        return [s for s in self.samples if s["tid"] == tid and s["role"] == role]
+
+
+def folded(gilspy, raw_path, weight, d):
+    out_path = os.path.join(d, f"{weight}.folded")
+    run_gilspy(gilspy, "convert", "-i", raw_path, "--format", "collapsed", "--weight", weight, "-o", out_path,
+               check_rc=0)
+    lines = []
+    with open(out_path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            check(stack and n.isdigit(), f"{weight}: not a folded line: {line!r}")
+            lines.append((stack.split(";"), int(n)))
+    check(lines, f"--weight {weight}: nothing folded")
+    return lines
+
+
+def scenario_stacks(gilspy, python):
+    minor = version_of(python)
+    qualified = minor >= 11
+    w = Workload(python, "stacks.py", 2.0, 1.5, timeout=60)
+    d = tempfile.mkdtemp(prefix="gilspy-stacks-")
+    try:
+        info = w.info
+        a, b, c = info["A"], info["B"], info["C"]
+        total = info["pause"] + info["phase1"] + info["phase2"] + 0.3  # the workload lives 1 s longer
+        # top watches phase 1 meanwhile (its own poll thread, its own reads).
+        top = subprocess.Popen([gilspy, "top", "-p", str(w.pid), "--json", "-n", "2", "--interval", "0.7"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", total, "-o", d, check_rc=0)
+        top_out, top_err = top.communicate(timeout=60)
+        raw_path = single_raw(d)
+        raw = Raw(raw_path)
+        st = Stacks(raw)
+        summary = raw.summary
+        costs = summary["stacks"]
+
+        # Names, from Python: KN records, the summary, the lanes.
+        by_tid = {}
+        for tid, name, _ in st.names:
+            by_tid.setdefault(tid, []).append(name)
+        check(by_tid.get(a) == ["A"] and by_tid.get(b) == ["B"], f"names of A and B: {by_tid.get(a)}, {by_tid.get(b)}")
+        check("C-renamed" in by_tid.get(c, []), f"C's rename not seen: {by_tid.get(c)}")
+        churn = [n for names in by_tid.values() for n in names if n.startswith("churn-")]
+        check(len(churn) >= 5, f"only {len(churn)} churn threads named: {sorted(churn)[:8]}")
+        for names in by_tid.values():
+            for n in names:
+                check(re.match(r"^(MainThread|A|B|churn|churn-\d+|C-shapes|C-renamed)$", n), f"unexpected name {n!r}")
+        names = {t["tid"]: t["name"] for t in summary["threads"]}
+        check(names[a] == "A" and names[b] == "B" and names[c] == "C-renamed", f"summary names {names}")
+        check(re.search(r"^\s+\d+\s+A\s", out.stdout, re.M), f"the summary table does not name A:\n{out.stdout}")
+
+        # Phase 1: A holds in hog, inside its lines; B waits in sleeper, at the sleep.
+        first, last = info["hog_first_line"], info["hog_last_line"]
+        a_holds = st.of(a, "h")
+        check(len(a_holds) >= 20, f"only {len(a_holds)} stack samples of A's holds")
+        inner = [st.innermost(s) for s in a_holds]
+        in_hog = [f for f in inner if f["qualname"] == "hog"]
+        check(len(in_hog) >= 0.9 * len(inner), f"A's holds: {len(in_hog)} of {len(inner)} in hog: "
+              f"{sorted({f['qualname'] for f in inner})}")
+        lines = sorted({f["line"] for f in in_hog})
+        check(all(first <= l <= last for l in lines), f"hog lines {lines} outside {first}..{last}")
+        check(len(lines) >= 5, f"A's holds show only lines {lines} of hog's 30")
+        check(all(f["first_line"] == first and f["file"].endswith("stacks.py") for f in in_hog),
+              f"hog's frames name {in_hog[0]}")
+        b_waits = st.of(b, "w")
+        check(len(b_waits) >= 10, f"only {len(b_waits)} stack samples of B's waits")
+        sleeps = [st.innermost(s) for s in b_waits]
+        at_sleep = [f for f in sleeps if f["qualname"] == "sleeper"]
+        check(len(at_sleep) >= 0.9 * len(sleeps), f"B's waits: {len(at_sleep)} of {len(sleeps)} in sleeper")
+        check(len({f["line"] for f in at_sleep}) == 1, f"B waits on lines {sorted({f['line'] for f in at_sleep})}")
+
+        # Folded stacks: contention under hog; waits at sleeper.
+        contention = folded(gilspy, raw_path, "contention", d)
+        all_weight = sum(n for _, n in contention)
+        hog_weight = sum(n for stack, n in contention if any(fr.startswith("hog (") for fr in stack))
+        check(hog_weight >= 0.9 * all_weight, f"contention: {hog_weight} of {all_weight} us under hog")
+        wait = folded(gilspy, raw_path, "wait", d)
+        top_wait = max(wait, key=lambda x: x[1])
+        check(top_wait[0][-1].startswith("sleeper ("), f"the heaviest wait site is {top_wait[0][-1]}")
+        hold = folded(gilspy, raw_path, "hold", d)
+        check(sum(n for _, n in hold) >= hog_weight, "hold weight below the contention weight")
+        holders = costs["top_holders"]
+        check(holders and holders[0]["function"] == "hog", f"top holder {holders[:1]}")
+        check(costs["wait_sites"] and costs["wait_sites"][0]["function"] == "sleeper", f"wait sites {costs['wait_sites'][:1]}")
+        check("top GIL holders while others waited" in out.stdout and "where threads wait" in out.stdout,
+              f"no stack sections in the summary:\n{out.stdout}")
+
+        # Phase 2: qualified names, the cut recursion, nothing garbled.
+        c_names = {st.innermost(s)["qualname"] for s in st.of(c, "h")}
+        want = (["Shapes.method", "outer.<locals>.nested", "<lambda>", "gen_work", "coro_work", "deep"] if qualified
+                else ["method", "nested", "<lambda>", "gen_work", "coro_work", "deep"])
+        missing = [q for q in want if q not in c_names]
+        check(len(missing) <= 1, f"C's samples lack {missing} (saw {sorted(c_names)})")
+        cut = [s for s in st.stacks.values() if s["truncated"]]
+        check(cut, "no stack was marked truncated (the recursion is 200 deep, the limit 64)")
+        for s in cut:
+            check(len(s["frames"]) == 64, f"a truncated stack has {len(s['frames'])} frames")
+            check(all(st.frames[f]["qualname"] == "deep" for f in s["frames"]), "a truncated stack is not all deep()")
+        for f in st.frames.values():
+            check(NAME.match(f["qualname"]), f"garbage frame name {f['qualname']!r}")
+            check(f["line"] >= 1 and f["first_line"] >= 0, f"impossible line in {f}")
+            check(f["file"].startswith("<") or os.path.isabs(f["file"]), f"garbage file {f['file']!r}")
+        check(costs["samples"] == len(st.samples), f"{costs['samples']} samples counted, {len(st.samples)} written")
+
+        # The trace: function in args, frames nested (the checker), lanes named from Python.
+        trace = check_trace(os.path.join(d, os.path.basename(raw_path).replace(".json", ".trace.json")), raw)
+        events = trace["traceEvents"]
+        lanes = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        check(lanes.get(a) == "A" and lanes.get(b) == "B", f"lanes of A and B: {lanes.get(a)!r}, {lanes.get(b)!r}")
+        a_slices = [e for e in events if e["ph"] == "X" and e["tid"] == a and e["name"] == "hold_gil" and "args" in e]
+        check(a_slices and sum(e["args"]["function"] == "hog" for e in a_slices) >= 0.9 * len(a_slices),
+              "A's hold_gil slices do not name hog")
+        frames = [e for e in events if e["ph"] == "X" and e.get("cat") == "stack" and e["tid"] == a]
+        check(any(e["name"] == "hog" for e in frames), "no hog frame slice under A's holds")
+
+        # top: each thread's current function.
+        snaps = [json.loads(l) for l in top_out.splitlines() if l.strip()]
+        check(top.returncode == 0 and len(snaps) == 2, f"top exited {top.returncode}: {top_err!r}")
+        rows = {t["tid"]: t for s in snaps for t in s["processes"][0]["threads"]}
+        check(rows[a]["name"] == "A", f"top names A {rows[a]['name']!r}")
+        check((rows[a]["function"] or "").startswith("hog ("), f"top shows A in {rows[a]['function']!r}")
+
+        print(f"stacks {raw.meta['python_version']}: {costs['samples']} samples ({costs['samples_per_s']:.0f}/s, "
+              f"{costs['bytes_per_stack']:.0f} B each), torn {costs['torn']}, invalid {costs['invalid']}, skipped "
+              f"{costs['skipped']}; hog lines {lines}; contention under hog {hog_weight / all_weight:.1%}; "
+              f"C: {sorted(c_names)}")
+    finally:
+        w.kill()
+
+
+SCENARIOS = {"stacks": scenario_stacks}

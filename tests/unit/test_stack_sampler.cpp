@@ -1,0 +1,363 @@
+// Reading Python objects, stacks and thread names out of fake memory laid out as each version's StackLayout
+// says (tests/support/fake_python.hpp): strings of every kind, ints, dicts and instance attributes per
+// version, a stack walk with a shim frame and a line table, a torn read dropped and read again, a deep stack
+// cut and marked, threading._active's names, and the records the stack sampler emits.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cpython_layouts/layout.hpp"
+#include "cpython_layouts/stack_layout.hpp"
+#include "sampler/poll_loop.hpp"
+#include "sampler/remote_objects.hpp"
+#include "sampler/stack_sampler.hpp"
+#include "sampler/stack_walker.hpp"
+#include "support/fake_python.hpp"
+
+using namespace gilspy;
+using gilspy::testing::FakePython;
+
+namespace {
+
+layouts::StackLayout table(int minor) {
+  return *layouts::stack_layout_table(minor);
+}
+
+std::string text(sampler::RemoteObjects& o, uint64_t obj, size_t cap = 256, bool* cut = nullptr) {
+  std::vector<char> buf(cap);
+  const auto n = o.read_str(obj, {buf.data(), buf.size()}, cut);
+  return n ? std::string(buf.data(), *n) : std::string("<none>");
+}
+
+// A location table (3.11+) where each of `lines` covers one code unit: "no column" entries with line deltas.
+std::vector<uint8_t> location_table(int first_line, const std::vector<int>& lines) {
+  std::vector<uint8_t> t;
+  int at = first_line;
+  for (const int line : lines) {
+    const int delta = line - at;
+    at = line;
+    t.push_back(static_cast<uint8_t>(0x80 | (13 << 3) | 0));
+    const uint32_t u =
+        delta < 0 ? (static_cast<uint32_t>(-delta) << 1) | 1 : static_cast<uint32_t>(delta) << 1;
+    t.push_back(static_cast<uint8_t>(u & 63));  // small deltas: one varint byte
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("remote objects: str of every kind, cut at a character, invalid text refused") {
+  for (const int minor : {8, 11, 12, 13}) {
+    CAPTURE(minor);
+    FakePython py(table(minor));
+    sampler::RemoteObjects o(py.mem, py.l);
+    CHECK(text(o, py.str("hog")) == "hog");
+    CHECK(text(o, py.str(U"caf\u00e9")) == "caf\xc3\xa9");  // Latin-1, one byte a character
+    CHECK(text(o, py.str(U"\u20ac100")) ==
+          "\xe2\x82\xac"
+          "100");                                                             // UCS-2
+    CHECK(text(o, py.str(U"a\U0001F600")) == "a\xf0\x9f\x98\x80");            // UCS-4
+    CHECK(text(o, py.str(std::u32string(1, char32_t(0xD800)))) == "<none>");  // a lone surrogate: not UTF-8
+    bool cut = false;
+    CHECK(text(o, py.str(U"\u20ac\u20ac\u20ac"), 7, &cut) == "\xe2\x82\xac\xe2\x82\xac");
+    CHECK(cut);
+    CHECK(text(o, py.bytes({1, 2, 3})) == "<none>");  // not a str
+    CHECK(text(o, 0) == "<none>");
+    CHECK(o.kind_of(py.str("x")) == sampler::PyKind::kStr);
+    CHECK(o.kind_of(py.dict({})) == sampler::PyKind::kDict);
+    // A heap type called "str" is not str.
+    const uint64_t fake = py.alloc(64);
+    py.put<uint64_t>(fake + py.l.object.ob_type, py.type("str", (uint64_t{1} << 28) | FakePython::kHeapType));
+    CHECK(o.kind_of(fake) == sampler::PyKind::kOther);
+    CHECK(o.bytes_read() > 0);
+  }
+}
+
+TEST_CASE("remote objects: ints, dicts and instance attributes as each version stores them") {
+  for (const int minor : {8, 9, 10, 11, 12, 13}) {
+    CAPTURE(minor);
+    FakePython py(table(minor));
+    sampler::RemoteObjects o(py.mem, py.l);
+    CHECK(o.read_uint(py.integer(0)) == 0u);
+    CHECK(o.read_uint(py.integer(7)) == 7u);
+    CHECK(o.read_uint(py.integer(0x7f12345678d0ULL)) == 0x7f12345678d0ULL);  // a pthread_t: two digits
+    CHECK_FALSE(o.read_uint(py.str("7")).has_value());
+    // sys.modules-like: str keys; the one looked for is among others.
+    const uint64_t threading = py.module(py.dict({}));
+    const uint64_t modules = py.dict({{py.str("sys"), 1},
+                                      {py.str("threadinG"), 2},
+                                      {py.str("threading"), threading},
+                                      {py.str("thread"), 3}});
+    REQUIRE(o.read_dict(modules));
+    CHECK(o.item_count() == 4);
+    CHECK(o.find_str_key("threading") == threading);
+    CHECK(o.find_str_key("nothere") == 0);
+    // A dict with int keys (threading._active), general keys (with hashes) on every version.
+    const uint64_t active = py.dict({{py.integer(111), 0x5000}, {py.integer(222), 0x6000}}, false);
+    REQUIRE(o.read_dict(active));
+    REQUIRE(o.item_count() == 2);
+    CHECK(o.read_uint(o.item_key(1)) == 222u);
+    CHECK(o.item_value(1) == 0x6000u);
+    // A Thread's _name, wherever this version keeps instance attributes.
+    const uint64_t name = py.str("pt_data_worker_0");
+    const uint64_t thread = py.instance({{"_target", 1}, {"_name", name}, {"_ident", 2}});
+    CHECK(o.attribute(thread, "_name") == name);
+    CHECK(o.attribute(thread, "_missing") == 0);
+  }
+}
+
+TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the table, depth cut") {
+  for (const int minor : {8, 10, 11, 12, 13}) {
+    CAPTURE(minor);
+    FakePython py(table(minor));
+    sampler::RemoteObjects o(py.mem, py.l);
+    sampler::StackTables tables;
+    sampler::CodeCache codes(o, tables);
+    // Code with first line 10 and instructions on lines 11, 13, 13, 20.
+    std::vector<uint8_t> t;
+    if (py.l.code.line_table == layouts::LineTableKind::kLocationTable) {
+      t = location_table(10, {11, 13, 13, 20});
+    } else if (py.l.code.line_table == layouts::LineTableKind::kLinetable310) {
+      t = {2, 1, 4, 2, 2, 7};  // bytes [0,2): +1, [2,6): +2, [6,8): +7
+    } else {
+      t = {0, 1, 2, 2, 4, 7};  // lnotab: from byte 0 line +1, from 2 +2, from 6 +7
+    }
+    const uint64_t inner = py.code(minor >= 11 ? "Box.method" : "method", "/src/box.py", 10, t, 4);
+    const std::vector<uint8_t> outer_table = minor >= 11 ? location_table(1, {2, 3})
+                                             : minor == 10
+                                                 ? std::vector<uint8_t>{4, 1}   // 4 bytes: line 2
+                                                 : std::vector<uint8_t>{0, 1};  // from byte 0: line 2
+    const uint64_t outer = py.code("main", "/src/main.py", 1, outer_table, 2);
+    const uint64_t f_outer = py.frame(outer, py.instr(outer, 0), 0);
+    const uint64_t shim = py.frame(0, 0, f_outer, 3);  // a C-stack shim on 3.12+ (owner 3): skipped
+    const uint64_t f_inner = py.frame(inner, py.instr(inner, 3), minor >= 12 ? shim : f_outer);
+    const uint64_t ts = py.tstate(f_inner);
+    sampler::StackWalker walker(o, codes, 64);
+    sampler::WalkOutput w;
+    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(w.depth == 2);
+    CHECK_FALSE(w.truncated);
+    CHECK(w.first_frame == f_inner);
+    const auto f = walker.frames();
+    CHECK(tables.string(f[0].qualname) == (minor >= 11 ? "Box.method" : "method"));
+    CHECK(tables.string(f[0].file) == "/src/box.py");
+    CHECK(f[0].first_line == 10);
+    CHECK(f[0].line == 20);
+    CHECK(tables.string(f[1].qualname) == "main");
+    CHECK(f[1].line == 2);
+    // The same code again: from the cache, checked in one read.
+    const uint64_t resolved = codes.resolved();
+    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    CHECK(codes.resolved() == resolved);
+    // The code object freed and another put at its address: its pointers differ, it is resolved again.
+    py.put<uint64_t>(inner + py.l.code.filename, py.str("/src/other.py"));
+    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    CHECK(codes.resolved() == resolved + 1);
+    CHECK(tables.string(walker.frames()[0].file) == "/src/other.py");
+    // An instruction outside its code: not a stack (a torn read).
+    py.put<uint64_t>(f_inner + py.l.frame.instr, static_cast<uint64_t>(py.instr(inner, 50)));
+    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
+    // A frame whose code is not a code object.
+    py.put<uint64_t>(f_inner + py.l.frame.code, py.str("not code"));
+    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
+    // A frame that cannot be read.
+    py.put<uint64_t>(f_inner + py.l.frame.code, inner);
+    py.put<uint64_t>(f_inner + py.l.frame.previous, 0x10);
+    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+    // 100 frames deep with a limit of 8: the innermost 8, marked.
+    uint64_t prev = 0;
+    for (int i = 0; i < 100; ++i) prev = py.frame(inner, py.instr(inner, 1), prev);
+    py.set_frame(ts, prev);
+    sampler::StackWalker shallow(o, codes, 8);
+    REQUIRE(shallow.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    CHECK(w.depth == 8);
+    CHECK(w.truncated);
+    CHECK(shallow.frames()[7].line == 13);
+    // A deadline that has passed: the walk gives up.
+    CHECK(shallow.walk(ts, 0, &w) == sampler::WalkResult::kBudget);
+  }
+}
+
+namespace {
+
+// A reader that moves a thread's innermost frame after a number of reads, as a running holder would.
+class MovingReader final : public sampler::MemoryReader {
+ public:
+  MovingReader(FakePython& py, uint64_t ts, uint64_t other_frame) : py_(py), ts_(ts), other_(other_frame) {}
+  int move_after = -1;  // reads until the frame moves (once); -1: never
+  size_t read(std::span<const sampler::ReadRegion> regions) override {
+    if (move_after == 0) {
+      py_.set_frame(ts_, other_);
+      move_after = -1;
+    } else if (move_after > 0) {
+      --move_after;
+    }
+    return py_.mem.read(regions);
+  }
+
+ private:
+  FakePython& py_;
+  uint64_t ts_, other_;
+};
+
+struct FakeSession {
+  FakePython py{table(12)};
+  layouts::Layout layout = layouts::layout_for(*elf::parse_version_text("3.12.1"));
+  sampler::Interpreter interp;
+  uint64_t gil = 0, interp_addr = 0;
+  FakeSession() {
+    gil = py.alloc(256);
+    interp_addr = py.alloc(4096);
+    interp.pid = 1;
+    interp.layout = layout;
+    interp.stack_layout = py.l;
+    interp.gil_addr = gil;
+    interp.interp_addr = interp_addr;
+  }
+  void hold(uint64_t ts, uint64_t switches) {
+    py.put<int32_t>(gil + layout.gil.locked, 1);
+    py.put<uint64_t>(gil + layout.gil.last_holder, ts);
+    py.put<uint64_t>(gil + layout.gil.switch_number, switches);
+  }
+};
+
+std::vector<raw::Record> drain(sampler::RecordQueue& q) {
+  std::vector<raw::Record> out;
+  raw::TargetRecord r;
+  while (q.pop(&r)) out.push_back(std::move(r.record));
+  return out;
+}
+
+template <class Kind>
+std::vector<Kind> only(const std::vector<raw::Record>& records) {
+  std::vector<Kind> out;
+  for (const auto& r : records) {
+    if (const auto* k = std::get_if<Kind>(&r)) out.push_back(*k);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stack sampler: the holder's stack as interned records; a torn read dropped and read again") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t code = py.code("hog", "/w.py", 3, location_table(3, {4, 5, 6}), 3);
+  const uint64_t frame = py.frame(code, py.instr(code, 1), 0);
+  const uint64_t other = py.frame(code, py.instr(code, 2), 0);
+  const uint64_t ts = py.tstate(frame);
+  MovingReader reader(py, ts, other);
+  sampler::RecordQueue q(1024);
+  sampler::StackSampler sampler(s.interp, reader, q, 7, {}, 16);
+  s.hold(ts, 5);
+  sampler.thread_added(0, ts, 0x7f00, 4242, 1000);
+  sampler.role_changed(0, raw::GilRole::kHolding, 2000);
+  CHECK(sampler.has_work(sampler::monotonic_ns()));
+  // The frame moves in the middle of the first read: dropped as torn, and read again at once.
+  reader.move_after = 3;
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  const auto records = drain(q);
+  CHECK(sampler.counters().torn == 1);
+  CHECK(sampler.counters().samples == 1);
+  const auto frames = only<raw::FrameDef>(records);
+  const auto stacks = only<raw::StackDef>(records);
+  const auto samples = only<raw::StackSample>(records);
+  REQUIRE(frames.size() == 1);
+  REQUIRE(stacks.size() == 1);
+  REQUIRE(samples.size() == 1);
+  CHECK(frames[0].line == 6);         // read at the moved frame: instruction 2
+  CHECK(frames[0].qualname.empty());  // filled by the session from the tables
+  CHECK(samples[0].tid == 4242);
+  CHECK(samples[0].since == 2000);
+  CHECK(samples[0].role == raw::GilRole::kHolding);
+  CHECK(samples[0].stack == stacks[0].id);
+  raw::Record fr = frames[0], st = stacks[0];
+  sampler.tables().fill(fr);
+  sampler.tables().fill(st);
+  CHECK(std::get<raw::FrameDef>(fr).qualname == "hog");
+  CHECK(std::get<raw::FrameDef>(fr).file == "/w.py");
+  CHECK(std::get<raw::StackDef>(st).frames == std::vector<uint32_t>{frames[0].id});
+  // The same stack again (a later sample of the hold): no new definitions, only the sample.
+  sampler.after_poll(sampler::monotonic_ns() + 20'000'000, 0);
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  const auto again = drain(q);
+  CHECK(only<raw::FrameDef>(again).empty());
+  CHECK(only<raw::StackDef>(again).empty());
+  CHECK(only<raw::StackSample>(again).size() == 1);
+  // The hold ended before there was time to read it: skipped, nothing emitted.
+  sampler.role_changed(0, raw::GilRole::kHolding, 3000);
+  sampler.role_changed(0, raw::GilRole::kReleased, 3500);
+  const uint64_t skipped = sampler.counters().skipped;
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(only<raw::StackSample>(drain(q)).empty());
+  CHECK(sampler.counters().skipped == skipped + 1);
+  // Costs at the stats tick.
+  sampler.emit_stats(9000);
+  const auto costs = only<raw::StackStats>(drain(q));
+  REQUIRE(costs.size() == 1);
+  CHECK(costs[0].samples == 2);
+  CHECK(costs[0].bytes > 0);
+}
+
+TEST_CASE("stack sampler: a waiter's stack; the GIL changing hands under a holder's read drops it") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t code = py.code("sleeper", "/w.py", 8, location_table(8, {9, 10}), 2);
+  const uint64_t ts = py.tstate(py.frame(code, py.instr(code, 1), 0));
+  const uint64_t holder_ts = py.tstate(py.frame(code, py.instr(code, 0), 0));
+  sampler::RecordQueue q(1024);
+  sampler::StackSampler sampler(s.interp, py.mem, q, 0, {}, 16);
+  s.hold(holder_ts, 1);
+  sampler.thread_added(0, ts, 1, 10, 0);
+  sampler.thread_added(1, holder_ts, 2, 11, 0);
+  sampler.role_changed(0, raw::GilRole::kWaiting, 100);
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  auto samples = only<raw::StackSample>(drain(q));
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].role == raw::GilRole::kWaiting);
+  CHECK(samples[0].tid == 10);
+  // The holder's read begins, but the GIL is not held by it any more: nothing read.
+  sampler.role_changed(1, raw::GilRole::kHolding, 200);
+  s.hold(ts, 2);
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(only<raw::StackSample>(drain(q)).empty());
+}
+
+TEST_CASE("stack sampler: thread names from threading._active, renames, no threading") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t ts_a = py.tstate(0), ts_b = py.tstate(0);
+  sampler::RecordQueue q(1024);
+  sampler::StackSampler sampler(s.interp, py.mem, q, 0, {}, 16);
+  sampler.thread_added(0, ts_a, 0x7fa0, 100, 0);
+  sampler.thread_added(1, ts_b, 0x7fb0, 101, 0);
+  // No threading module yet: nothing named, asked again later.
+  const uint64_t modules = py.dict({{py.str("sys"), 1}});
+  py.put<uint64_t>(s.interp_addr + py.l.interp_modules, modules);
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(only<raw::ThreadName>(drain(q)).empty());
+  // threading imported: _active maps idents to Thread objects.
+  const uint64_t a = py.instance({{"_name", py.str("A")}}), b = py.instance({{"_name", py.str(U"b\u00e9")}});
+  const uint64_t active = py.dict({{py.integer(0x7fa0), a}, {py.integer(0x7fb0), b}}, false);
+  const uint64_t threading = py.module(py.dict({{py.str("_active"), active}, {py.str("Thread"), 5}}));
+  py.put<uint64_t>(s.interp_addr + py.l.interp_modules,
+                   py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
+  // The retry comes a second later; a second sampler (a fresh attach) asks at once.
+  sampler::StackSampler fresh(s.interp, py.mem, q, 0, {}, 16);
+  fresh.thread_added(0, ts_a, 0x7fa0, 100, 0);
+  fresh.thread_added(1, ts_b, 0x7fb0, 101, 0);
+  fresh.work(sampler::monotonic_ns() + 1'000'000'000);
+  auto names = only<raw::ThreadName>(drain(q));
+  REQUIRE(names.size() == 2);
+  for (auto& n : names) {
+    raw::Record r = n;
+    fresh.tables().fill(r);
+    n = std::get<raw::ThreadName>(r);
+  }
+  CHECK(names[0].tid == 100);
+  CHECK(names[0].name == "A");
+  CHECK(names[1].name == "b\xc3\xa9");
+  CHECK(fresh.counters().name_reads == 2);
+}
