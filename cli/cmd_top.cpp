@@ -41,6 +41,7 @@ Runner add_top_command(CLI::App& app) {
     opts->discover = targets->discover();
     opts->follow = !targets->no_follow;
     opts->accelerator_only = targets->accelerator;
+    opts->counters = targets->counters();
     return run_top(*opts);
   };
 }

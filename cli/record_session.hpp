@@ -27,6 +27,7 @@ struct RecordOptions {
   Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
   bool follow = true;
   bool accelerator_only = false;
+  std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
 };
 
 // Returns the exit code (see `gilspy record --help`).

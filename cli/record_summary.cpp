@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.hpp"
+#include "cli/counter_table.hpp"
 #include "cli/summary_table.hpp"
 #include "sampler/threads.hpp"
 
@@ -174,6 +175,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
                    sampler::ThreadWalker::kMaxThreads);
   }
   thread_table(out, in, o);
+  append_counter_table(out, summary, o.max_threads);
   return out;
 }
 

@@ -78,6 +78,9 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
           // Known only once the stop has ended: too late for a live view (left to the raw file and trace).
           [](const raw::ProcessStopped&) {},
+          [&](const raw::CounterSetup& x) { counter_setup(id, x); },
+          [&](const raw::CounterSample& x) { counter_sample(id, x); },
+          [](const raw::ThreadSwitches&) {},  // totals over a recording: for its summary, not a live window
           [&](const raw::Stats& x) {
             model_.stats(id, x.ts,
                          {.polls = x.polls,

@@ -22,6 +22,7 @@
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
 #include "base/terminal_text.hpp"
+#include "cli/counter_setup.hpp"
 #include "cli/launch.hpp"
 #include "cli/process_discovery.hpp"
 #include "sampler/attach.hpp"
@@ -40,6 +41,7 @@ struct Target {
   sampler::Interpreter interp;
   std::unique_ptr<sampler::ProcTaskStateSource> tasks;
   std::unique_ptr<sampler::ProcessSampler> sampler;
+  TargetCounters counters;  // scheduler figures and perf counters per thread (counter_setup.hpp)
 };
 
 int64_t rank_of(pid_t pid) {
@@ -101,6 +103,8 @@ struct Session::Impl {
   std::set<std::string> settled;
   std::map<std::string, int64_t> not_ready_since;
   bool discovery_full = false;  // the poll loop's target table is full: nothing more is added
+  // Declared after `targets`, so that its thread is stopped before the targets' perf groups are destroyed.
+  SessionCounters counters;
 
   bool launch_mode() const { return !options.command.empty(); }
   void note(const std::string& line) const {
@@ -252,6 +256,7 @@ void Session::Impl::prepare_target(Target& t) {
   t.tasks = std::make_unique<sampler::ProcTaskStateSource>(i.pid, t.interp.gil_addr, t.interp.layout.gil);
   t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id);
   i.sampler = t.sampler.get();
+  counters.attach(t.counters, *t.sampler, i.pid, queue, i.id);
 }
 
 // Records from the poll thread to every sink, on the session's timeline, threads named.
@@ -287,6 +292,7 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
+  m.counters.start(m.options.counters, [&m](const std::string& line) { m.note(line); });
   for (auto& t : m.targets) m.prepare_target(*t);
   if (m.options.discover != Discover::kNone) {
     m.discover(true);
@@ -333,6 +339,7 @@ SessionOutcome Session::run() {
   Impl& m = *impl_;
   for (const auto& t : m.targets) {
     for (Sink* s : m.sinks) s->start(t->info);
+    for (Sink* s : m.sinks) s->record(t->info, m.counters.setup_record());
   }
 
   // The poll loop on its own thread; everything else on this one. Looking for every Python process, it keeps
@@ -378,6 +385,7 @@ SessionOutcome Session::run() {
     if (!done && !stop && m.discovering() && ++drains % kDiscoverEveryDrains == 0) {
       for (Target* t : m.discover(false)) {
         for (Sink* s : m.sinks) s->start(t->info);
+        for (Sink* s : m.sinks) s->record(t->info, m.counters.setup_record());
         loop.add(*t->sampler);
       }
     }
@@ -403,6 +411,7 @@ SessionOutcome Session::run() {
   }
   poller.join();
   m.drain();
+  m.counters.report([&m](const std::string& line) { m.note(line); });
 
   const auto& lc = loop.counters();
   SessionEnd end;

@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "cli/commands.hpp"
+#include "sampler/perf_counters.hpp"
 
 namespace gilspy::cli {
 
@@ -51,6 +52,12 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_flag("--accelerator", a.accelerator,
                "Of the processes found (without -p, or --subprocesses): only those holding an accelerator device "
                "open (/dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*)");
+  cmd.add_option("--counters", a.counters_text,
+                 "Also count these perf events on every thread, split by GIL role (comma-separated, perf's names: "
+                 "cycles, instructions, cache-misses, branch-misses, ...; 'all' for everything this machine has). "
+                 "The software events (task-clock, context-switches, cpu-migrations, page-faults) are always "
+                 "included; CPU time, run-queue delay and switches are recorded without this option too")
+      ->type_name("LIST");
   cmd.add_option("command", a.command,
                  "Program to launch and " + verb + " (after --). With neither this nor -p: every Python process "
                  "this user may read");
@@ -93,6 +100,11 @@ sampler::PollLoopOptions TargetArgs::loop() const {
           .placement = !anywhere,
           .busy = busy,
           .realtime = !no_realtime};
+}
+
+std::vector<raw::CounterKind> TargetArgs::counters() const {
+  if (counters_text.empty()) return {};
+  return sampler::parse_counter_list(counters_text);
 }
 
 void warn_if_rate_too_high(double rate_hz, bool busy) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/session.hpp"
+#include "raw/counter_kinds.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace gilspy::cli {
@@ -27,6 +28,7 @@ struct TargetArgs {
   bool subprocesses = false;    // also the targets' Python descendants, as they appear
   bool no_follow = false;       // every-Python-process mode: only those running at the start
   bool accelerator = false;     // found processes: only those holding an accelerator device open
+  std::string counters_text;    // --counters LIST ("" when not given)
   CLI::Option* rate_option = nullptr;
 
   // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).
@@ -36,6 +38,9 @@ struct TargetArgs {
   // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1
   // s.
   sampler::PollLoopOptions loop() const;
+  // --counters: the perf counters to count on every thread (empty without the option). Throws Error(kUsage)
+  // for a name it does not know, listing the valid ones.
+  std::vector<raw::CounterKind> counters() const;
 };
 
 // Adds the shared options to `cmd`; `verb` completes the help texts ("record", "watch").

@@ -18,6 +18,7 @@
 
 #include "base/error.hpp"
 #include "base/output_file.hpp"
+#include "convert/counter_tracks.hpp"
 #include "gilspy_version.hpp"
 #include "raw/summary.hpp"
 
@@ -107,6 +108,15 @@ class EventWriter {
                    name, pid);
     append_us(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
+    end();
+  }
+  // A counter on a thread's behalf; `args` is JSON object text (several values: one track each in Perfetto).
+  void counter_args(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view args) {
+    auto& b = begin();
+    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"cpu","name":"{}","pid":{},"tid":{},"ts":)", name,
+                   pid, tid);
+    append_us(b, ts);
+    fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
     end();
   }
   // `value` is already JSON text.
@@ -223,6 +233,9 @@ class InputConverter {
                    },
                    [&](const raw::ThreadEnd& x) { seen_until(x.ts); },
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
+                   [&](const raw::CounterSetup& x) { tracks_.setup(x); },
+                   [&](const raw::CounterSample& x) { tracks_.sample(x); },
+                   [](const raw::ThreadSwitches&) {},  // totals only: in the summary
                },
                r);
   }
@@ -230,6 +243,7 @@ class InputConverter {
   // After the input's last event: names for lanes no T record named; the input's entry for otherData.
   json finish(const raw::ReadResult& result) {
     if (waiters_now_ != 0) waiters_slice(std::max(last_seen_ns_, waiters_since_));
+    tracks_.finish();
     for (auto& [tid, l] : lanes_) {
       if (!l.named) name_lane(tid, l, fmt::format("thread {}", tid));
     }
@@ -344,6 +358,9 @@ class InputConverter {
   int64_t last_seen_ns_ = std::numeric_limits<int64_t>::min();  // the latest time the input reached
   std::optional<raw::Stats> last_stats_;
   raw::SummaryBuilder summary_;
+  CounterTracks tracks_{[this](const std::string& name, int64_t tid, int64_t ts, const std::string& args) {
+    out_.counter_args(name, pid_, tid, offset_ns_ + ts, args);
+  }};
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "raw/counter_lines.hpp"
 
 namespace gilspy::raw {
 
@@ -95,6 +96,9 @@ std::optional<std::string> record_line(const Record& r) {
             return json::array({"P", x.ts, x.dur}).dump();
           },
           [](const ThreadState&) -> std::optional<std::string> { return std::nullopt; },
+          [](const CounterSetup& x) -> std::optional<std::string> { return counter_setup_line(x); },
+          [](const CounterSample& x) -> std::optional<std::string> { return counter_sample_line(x); },
+          [](const ThreadSwitches& x) -> std::optional<std::string> { return thread_switches_line(x); },
       },
       r);
 }
@@ -290,7 +294,9 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
-  if (!a.is_array() || a.empty() || !a[0].is_string() || a[0].get<std::string>().size() != 1) {
+  if (!a.is_array() || a.empty() || !a[0].is_string()) throw bad("is not [\"<kind>\", ...]");
+  if (is_counter_kind(a[0].get<std::string>())) return counter_record_from_json(a, bad);
+  if (a[0].get<std::string>().size() != 1) {
     throw bad("is not [\"<kind>\", ...]");
   }
   auto num = [&](size_t i) -> int64_t {

@@ -14,6 +14,9 @@
 //   ["E",tid,ts],                    the thread is gone (or the recording ended)
 //   ["S",ts,polls,late,missed,seen,total]   counters so far (at each stats tick, 1 s by default)
 //   ["P",ts,dur],                    the whole process was stopped (SIGSTOP, a debugger) (format_version 2)
+//   ["CD",ts,[names],{name:why},max] the counters of the "C" lines, and those that could not be counted (3)
+//   ["C",tid,ts,dur,role,flags,cpu,delay,slices,[values]]  scheduler figures and counters over a stretch (3)
+//   ["CS",tid,ts,voluntary,involuntary]  a thread's context switches so far (3)
 //   ["F"]],                          end of events
 //   "summary":{...}}
 //
@@ -24,7 +27,7 @@
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
-// Versions: 2 added "P" (1 files read the same); the reader accepts every version up to kFormatVersion,
+// Versions: 2 added "P" (1 files read the same); 3 added "CD", "C" and "CS" (raw/counter_lines.hpp); the reader accepts every version up to kFormatVersion,
 // says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
 // kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
 // stored kind does (older readers reject unknown kinds).
@@ -44,7 +47,7 @@
 namespace gilspy::raw {
 
 inline constexpr const char* kFormatName = "gilspy-raw";
-inline constexpr int kFormatVersion = 2;
+inline constexpr int kFormatVersion = 3;
 
 struct Meta {
   std::string gilspy_version;
@@ -113,7 +116,7 @@ class Writer {
 
 // What reading a file found.
 struct ReadResult {
-  int format_version = 0;      // as the file says (1 or 2 so far); 0 when it does not say
+  int format_version = 0;      // as the file says (1 to 3 so far); 0 when it does not say
   bool complete = false;       // the whole document parsed, summary included
   bool corrupt = false;        // (salvage only) damaged, not merely cut short: see problem
   size_t records = 0;

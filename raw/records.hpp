@@ -11,9 +11,14 @@
 // Records cross the poll thread's queue, which must not allocate: every kind is a few integers, except
 // ThreadStart's name, which the sampler leaves empty (an empty std::string moves without allocating) and the
 // session fills in from /proc.
+#include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
+
+#include "raw/counter_kinds.hpp"
 
 namespace gilspy::raw {
 
@@ -111,7 +116,54 @@ struct ThreadState {
   bool operator==(const ThreadState&) const = default;
 };
 
-using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState>;
+// What the CPU did meanwhile (format_version 3; docs/raw-format.md explains the figures). The counters of
+// this target's "C" lines, named once at the start by the session (not the sampler: it carries
+// text), with the ones asked for that cannot be counted and why. Raw line:
+// ["CD",ts,[names...],{name:reason,...},perf_threads_max].
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+struct CounterSetup {
+  int64_t ts = 0;
+  uint8_t count = 0;                                  // perf counters per thread (0: none asked or usable)
+  std::array<CounterKind, kMaxCounterValues> kinds{};  // what values[i] of a CounterSample counts
+  std::vector<std::pair<std::string, std::string>> unavailable;  // asked for, not counted: {name, reason}
+  int64_t perf_threads_max = 0;  // perf groups are opened on at most this many threads at once (fd limit)
+  bool operator==(const CounterSetup&) const = default;
+};
+#pragma GCC diagnostic pop
+
+// One thread's scheduler figures (/proc/PID/task/TID/schedstat) and perf counters over [ts, ts + dur], while it
+// was in `role`: the deltas between two reads, split by GIL role where the role changed in between (see
+// sampler/thread_counters.hpp for how). Raw line:
+// ["C",tid,ts,dur,role,flags,cpu_ns,run_delay_ns,slices,[values...]] (role "H", "W" or "R").
+struct CounterSample {
+  static constexpr uint8_t kStartsInterval = 1;  // the stretch begins where the thread entered `role`
+  static constexpr uint8_t kNoSched = 2;         // no scheduler figures (the thread had gone): counters only
+  int64_t tid = 0;
+  int64_t ts = 0;
+  int64_t dur = 0;
+  GilRole role = GilRole::kReleased;
+  uint8_t flags = 0;
+  uint8_t count = 0;          // values below: 0 when the thread had no perf group for this stretch
+  int64_t cpu_ns = 0;         // time on a CPU
+  int64_t run_delay_ns = 0;   // time runnable but waiting for a CPU (the run queue)
+  uint64_t slices = 0;        // times it was switched onto a CPU
+  std::array<uint64_t, kMaxCounterValues> values{};  // CounterSetup::kinds order
+  bool operator==(const CounterSample&) const = default;
+};
+
+// A thread's voluntary and involuntary context switches so far, as the kernel counts them since the thread
+// began (/proc/PID/task/TID/status), read at a low rate. Raw line: ["CS",tid,ts,voluntary,involuntary].
+struct ThreadSwitches {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  uint64_t voluntary = 0;
+  uint64_t involuntary = 0;
+  bool operator==(const ThreadSwitches&) const = default;
+};
+
+using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState,
+                            CounterSetup, CounterSample, ThreadSwitches>;
 
 // A record and the target it belongs to: what goes through the sampler's queue to the session.
 struct TargetRecord {
@@ -135,7 +187,8 @@ inline int64_t time_of(const Record& r) {
 inline int64_t end_of(const Record& r) {
   return std::visit(
       overloaded{[](const Hold& x) { return x.ts + x.dur; }, [](const Wait& x) { return x.ts + x.dur; },
-                 [](const ProcessStopped& x) { return x.ts + x.dur; }, [](const auto& x) { return x.ts; }},
+                 [](const ProcessStopped& x) { return x.ts + x.dur; },
+                 [](const CounterSample& x) { return x.ts + x.dur; }, [](const auto& x) { return x.ts; }},
       r);
 }
 // Moves every time in the record by `delta` ns (CLOCK_MONOTONIC -> the recording's timeline).

@@ -61,6 +61,9 @@ void SummaryBuilder::add(const Record& r) {
                  },
                  [](const Waiters&) {},
                  [](const ThreadState&) {},  // returned above
+                 [&](const CounterSetup& x) { counters_.add(x); },
+                 [&](const CounterSample& x) { counters_.add(x); },
+                 [&](const ThreadSwitches& x) { counters_.add(x); },
              },
              r);
 }
@@ -99,7 +102,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                        {"longest_hold_ns", t.longest_hold_ns},
                        {"longest_wait_ns", t.longest_wait_ns}});
   }
-  return {{"duration_ns", duration_ns()},
+  nlohmann::json out = {{"duration_ns", duration_ns()},
           {"stop_reason", loop.stop_reason},
           {"stopped_ns", stopped_ns_},
           {"stops", stops_},
@@ -125,6 +128,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"coverage", coverage()},
           {"gil_busy_share", gil_busy_share()},
           {"threads", threads}};
+  if (counters_.any()) out["counters"] = counters_.to_json();
+  return out;
 }
 
 }  // namespace gilspy::raw

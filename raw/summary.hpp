@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "raw/counter_summary.hpp"
 #include "raw/records.hpp"
 
 namespace gilspy::raw {
@@ -50,6 +51,7 @@ class SummaryBuilder {
   int64_t stopped_ns() const { return stopped_ns_; }  // the process was stopped (SIGSTOP) this long
   uint64_t stops() const { return stops_; }
   nlohmann::json to_json(double rate_asked, const LoopFigures& loop) const;
+  const CounterSummary& counters() const { return counters_; }  // CPU, scheduler and perf figures per role
 
  private:
   std::map<int64_t, ThreadSummary> threads_;
@@ -60,6 +62,7 @@ class SummaryBuilder {
   int64_t total_hold_ns_ = 0;
   int64_t stopped_ns_ = 0;
   uint64_t stops_ = 0;
+  CounterSummary counters_;
 };
 
 }  // namespace gilspy::raw

@@ -97,6 +97,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   t.role = role;
   t.since_ns = at;
+  if (thread_counters_ != nullptr) thread_counters_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
 }
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
@@ -135,6 +136,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
     }
     if (!still) {
       set_role(t, GilRole::kReleased, t_mid);
+      if (thread_counters_ != nullptr) thread_counters_->thread_removed(i, t_mid);  // its last figures before its end
       emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
       tasks_.thread_removed(i);
       t.active = false;
@@ -156,6 +158,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
+      if (thread_counters_ != nullptr) thread_counters_->thread_added(i, t.ref.tid, t.role, t_mid);
       emit(raw::ThreadStart{.tid = t.ref.tid,
                             .ts = t_mid,
                             .tstate = t.ref.tstate,
@@ -337,6 +340,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   watched_ = last;
   prev_ = g;
   t_prev_ = t_now;
+  if (thread_counters_ != nullptr) thread_counters_->after_poll(t_now);
   return true;
 }
 
@@ -382,6 +386,7 @@ void ProcessSampler::finish(int64_t t_end) {
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);
+    if (thread_counters_ != nullptr) thread_counters_->thread_removed(i, t_end);
     emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_end});
     tasks_.thread_removed(i);
     t.active = false;

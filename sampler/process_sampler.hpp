@@ -18,6 +18,7 @@
 #include "sampler/record_queue.hpp"
 #include "sampler/task_cpu.hpp"
 #include "sampler/task_syscall.hpp"
+#include "sampler/thread_counters.hpp"
 #include "sampler/threads.hpp"
 
 namespace gilspy::sampler {
@@ -97,6 +98,9 @@ class ProcessSampler {
   bool truncated_threads() const { return truncated_; }
   // Why it ended (after the poll thread is done with it).
   TargetEnd end_cause() const { return end_cause_; }
+  // Scheduler figures and counters per thread and GIL role (thread_counters.hpp), told of every thread and
+  // role change and read after each poll. Set before the first poll; null: none.
+  void set_counters(ThreadCounters* counters) { thread_counters_ = counters; }
 
  private:
   struct Track {
@@ -158,6 +162,7 @@ class ProcessSampler {
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
+  ThreadCounters* thread_counters_ = nullptr;
 };
 
 }  // namespace gilspy::sampler

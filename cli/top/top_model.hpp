@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli/top/cpu_account.hpp"
 #include "cli/top/process_gauges.hpp"
 #include "cli/top/thread_account.hpp"
 #include "cli/top/top_types.hpp"
@@ -37,6 +38,8 @@ class TopModel {
   void waiters(uint32_t id, int64_t ts_ns, int n);
   void stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, std::vector<Figure> extra = {});
   void process_ended(uint32_t id, int64_t ts_ns);
+  // The thread's CPU over [start_ns, start_ns + dur_ns] in `role` (the CPU columns).
+  void cpu(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns, const CpuPiece& piece);
 
   TopSnapshot snapshot(int64_t now_ns);  // closes the window [previous snapshot, now_ns]
   void reset(int64_t now_ns);            // totals and the window restart at now_ns
@@ -47,6 +50,7 @@ class TopModel {
     std::string name;
     ThreadAccount account;
     int shown_after_end = 0;
+    CpuAccount cpu;
   };
   struct Process {
     ProcessInfo info;

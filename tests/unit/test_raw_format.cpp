@@ -160,7 +160,7 @@ TEST_CASE("raw format: Writer then read gives back the meta, every record kind a
   }
   REQUIRE(fs::exists(final_path));
   const std::string text = slurp(final_path);
-  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":2,\n\"meta\":{", 0) == 0);
+  CHECK(text.rfind("{\"format\":\"gilspy-raw\",\"format_version\":3,\n\"meta\":{", 0) == 0);
   CHECK(nlohmann::json::parse(text).is_object());
 
   const ReadBack rb = read_text(text);

@@ -1,0 +1,125 @@
+#include "raw/counter_lines.hpp"
+
+#include <cstdint>
+
+namespace gilspy::raw {
+
+using nlohmann::json;
+
+namespace {
+
+// Bounds every figure so that what readers sum over a file (a thread's CPU time over millions of lines) cannot
+// overflow: 2^60 ns is 36 years, 2^60 events more than any counter reaches in a stretch.
+constexpr int64_t kMaxFigure = int64_t{1} << 60;
+
+const char* role_letter(GilRole r) {
+  switch (r) {
+    case GilRole::kHolding: return "H";
+    case GilRole::kWaiting: return "W";
+    case GilRole::kReleased: return "R";
+  }
+  return "R";
+}
+
+}  // namespace
+
+bool is_counter_kind(const std::string& kind) {
+  return kind == "C" || kind == "CD" || kind == "CS";
+}
+
+std::string counter_setup_line(const CounterSetup& r) {
+  json names = json::array();
+  for (size_t i = 0; i < r.count && i < kMaxCounterValues; ++i) names.push_back(counter_name(r.kinds[i]));
+  json unavailable = json::object();
+  for (const auto& [name, why] : r.unavailable) unavailable[name] = why;
+  return json::array({"CD", r.ts, names, unavailable, r.perf_threads_max})
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string counter_sample_line(const CounterSample& r) {
+  json values = json::array();
+  for (size_t i = 0; i < r.count && i < kMaxCounterValues; ++i) values.push_back(r.values[i]);
+  return json::array({"C", r.tid, r.ts, r.dur, role_letter(r.role), r.flags, r.cpu_ns, r.run_delay_ns, r.slices,
+                      values})
+      .dump();
+}
+
+std::string thread_switches_line(const ThreadSwitches& r) {
+  return json::array({"CS", r.tid, r.ts, r.voluntary, r.involuntary}).dump();
+}
+
+Record counter_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
+  auto num = [&](size_t i) -> int64_t {
+    if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
+    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      throw bad("has a number out of range at position " + std::to_string(i));
+    }
+    return a[i].get<int64_t>();
+  };
+  auto bounded = [&](size_t i, int64_t low) {
+    const int64_t v = num(i);
+    if (v < low || v > kMaxFigure) throw bad("has a figure out of range at position " + std::to_string(i));
+    return v;
+  };
+  auto figure = [&](size_t i) { return bounded(i, 0); };
+  auto moment = [&](size_t i) { return bounded(i, -kMaxFigure); };
+  const std::string kind = a[0].get<std::string>();
+  if (kind == "CS") {
+    return ThreadSwitches{.tid = num(1),
+                          .ts = moment(2),
+                          .voluntary = static_cast<uint64_t>(figure(3)),
+                          .involuntary = static_cast<uint64_t>(figure(4))};
+  }
+  if (kind == "CD") {
+    CounterSetup r;
+    r.ts = moment(1);
+    if (a.size() < 3 || !a[2].is_array()) throw bad("has no list of counters");
+    if (a[2].size() > kMaxCounterValues) throw bad("names more than " + std::to_string(kMaxCounterValues) + " counters");
+    for (const json& name : a[2]) {
+      if (!name.is_string()) throw bad("has a counter name that is not a string");
+      r.kinds[r.count++] = counter_kind_named(name.get<std::string>()).value_or(CounterKind::kUnknown);
+    }
+    if (a.size() > 3 && a[3].is_object()) {
+      for (const auto& [name, why] : a[3].items()) {
+        r.unavailable.emplace_back(name, why.is_string() ? why.get<std::string>() : why.dump());
+      }
+    }
+    r.perf_threads_max = a.size() > 4 ? figure(4) : 0;
+    return r;
+  }
+  CounterSample r;
+  r.tid = num(1);
+  r.ts = moment(2);
+  r.dur = figure(3);
+  if (a.size() < 5 || !a[4].is_string()) throw bad("has no GIL role");
+  const std::string role = a[4].get<std::string>();
+  if (role == "H") {
+    r.role = GilRole::kHolding;
+  } else if (role == "W") {
+    r.role = GilRole::kWaiting;
+  } else if (role == "R") {
+    r.role = GilRole::kReleased;
+  } else {
+    throw bad("has an unknown GIL role");
+  }
+  r.flags = static_cast<uint8_t>(figure(5) & 0xff);
+  r.cpu_ns = figure(6);
+  r.run_delay_ns = figure(7);
+  r.slices = static_cast<uint64_t>(figure(8));
+  // The counter values, in a list of their own so that fields can still be appended to the line.
+  if (a.size() > 9) {
+    const json& values = a[9];
+    if (!values.is_array()) throw bad("has no list of counter values");
+    // More than kMaxCounterValues cannot come from a "CD" line this reader accepted: refused, not cut.
+    if (values.size() > kMaxCounterValues) throw bad("has more counter values than a thread can have");
+    for (const json& v : values) {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() > static_cast<uint64_t>(kMaxFigure)) {
+        throw bad("has a counter value out of range");
+      }
+      r.values[r.count++] = v.get<uint64_t>();
+    }
+  }
+  return r;
+}
+
+}  // namespace gilspy::raw

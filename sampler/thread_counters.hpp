@@ -1,0 +1,152 @@
+#pragma once
+// What the CPU did while each thread held the GIL, waited for it, or ran without it: scheduler figures
+// (schedstat: time on a CPU, time waiting for one, switches) and perf counters, read per thread and split by
+// GIL role. The sampler tells it when a thread's role changes; after each poll it reads
+//  - every thread whose role changed in that poll (the hand-offs the sampler sees),
+//  - the holder and the waiters every 2 ms at most (so that the time just before a change is measured),
+//  - every other thread at a steady low rate (one read per 0.5 ms for the whole target, each thread about
+//    every 100 ms), and voluntary / involuntary switches (/proc status) at a lower rate still,
+// within fixed per-read limits, so the cost stays inside the sampler's CPU budget.
+//
+// Splitting a stretch between two reads. A thread changes role only while on a CPU (it takes or drops the GIL),
+// and the sampler dates the change to the midpoint between two polls, so a stretch that spans a change holds
+// the end of the old role and the start of the new one, neither measured on its own:
+//  - CPU time (and the perf counters, which count while the thread runs) goes first to the old role at the
+//    rate the thread ran in that role before (measured over the stretches of that role that held no change),
+//    then to the new role up to all of its time; what is left goes back to the old role. Without a rate yet,
+//    the stretch is split in proportion to time.
+//  - Run-queue delay and switches go to the old role: a thread waits in a run queue until it gets a CPU, and
+//    only then can it change role, so the wait ended before the change.
+// Consecutive stretches of one role interval are summed and emitted as one CounterSample when the interval
+// ends (and every 100 ms while it lasts), so the raw file gets about one "C" line per hold, wait or release.
+//
+// Fixed tables, allocated at construction; never allocates afterwards (the poll loop's rule).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "raw/records.hpp"
+#include "sampler/perf_counters.hpp"
+#include "sampler/record_queue.hpp"
+#include "sampler/sched_stats.hpp"
+
+namespace gilspy::sampler {
+
+// One thread's readings at one moment, cumulative.
+struct CounterReading {
+  std::optional<SchedStat> sched;  // none when the thread is gone
+  std::optional<PerfReading> perf;  // none without a perf group (not asked, not opened yet, or failed)
+};
+
+// Where a thread's counters come from: /proc and perf in real life (ProcCounterSource), a script in tests.
+class CounterSource {
+ public:
+  virtual ~CounterSource() = default;
+  virtual void thread_added(size_t slot, int32_t tid) = 0;
+  virtual void thread_removed(size_t slot) = 0;
+  virtual CounterReading read(size_t slot) = 0;
+  virtual std::optional<SwitchCounts> read_switches(size_t slot) = 0;
+};
+
+struct ThreadCountersOptions {
+  int64_t in_role_gap_ns = 2'000'000;      // the holder and the waiters are read at most this often
+  size_t in_role_reads_per_poll = 4;       // ...and at most this many of them per poll
+  int64_t steady_period_ns = 100'000'000;  // every other thread is read about this often
+  int64_t sweep_gap_ns = 500'000;          // at most one steady read per this long
+  int64_t switches_period_ns = 1'000'000'000;  // a thread's /proc status read about this often
+  double switches_per_s = 50;                  // ...and at most this many status reads per second (burst 64)
+  int64_t max_record_span_ns = 100'000'000;    // a long interval is emitted in pieces this long
+};
+
+class ThreadCounters {
+ public:
+  ThreadCounters(CounterSource& source, RecordQueue& queue, raw::TargetId target, size_t slots,
+                 ThreadCountersOptions options = {});
+
+  // The sampler's thread list (slot = its track index). `at` in CLOCK_MONOTONIC ns.
+  void thread_added(size_t slot, int64_t tid, raw::GilRole role, int64_t at);
+  void role_changed(size_t slot, raw::GilRole role, int64_t at);
+  // Reads what is due after the poll at `t_now` (see above).
+  void after_poll(int64_t t_now);
+  // A last read (the thread may be gone already: then only its perf counters, which stay readable, count).
+  void thread_removed(size_t slot, int64_t at);
+
+  uint64_t reads() const { return reads_; }             // counter reads (schedstat + perf group)
+  uint64_t switch_reads() const { return switch_reads_; }  // /proc status reads
+
+ private:
+  struct Segment {
+    raw::GilRole role = raw::GilRole::kReleased;
+    int64_t since = 0;
+    bool starts = false;  // begins where the thread entered the role
+  };
+  struct Accum {  // the current role interval since it began (or since its last piece was emitted)
+    raw::CounterSample sample;
+    bool open = false;
+  };
+  struct RoleRate {  // CPU over the stretches of one role that held no change (recent ones weigh most)
+    int64_t cpu_ns = 0, time_ns = 0;
+  };
+  struct Slot {
+    bool active = false;
+    int64_t tid = 0;
+    int64_t last_read_ns = 0;
+    std::optional<SchedStat> sched;  // at last_read_ns
+    std::optional<PerfReading> perf;
+    std::array<Segment, 4> segments{};
+    uint8_t segment_count = 0;
+    bool changed = false;
+    bool contending = false;  // holding or waiting: read every in_role_gap_ns
+    int64_t next_switches_ns = 0;
+    std::array<RoleRate, 3> rates{};
+    Accum accum;
+  };
+  struct Split {  // one segment's share of a stretch
+    int64_t cpu_ns = 0, run_delay_ns = 0;
+    uint64_t slices = 0;
+    std::array<uint64_t, raw::kMaxCounterValues> values{};
+  };
+
+  void read_now(size_t slot, int64_t t);
+  void add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part, bool sched, uint8_t count);
+  void emit_accum(Slot& s);
+  void read_switches(size_t slot, int64_t t);
+  bool take_switch_token(int64_t t);
+
+  CounterSource& source_;
+  RecordQueue& queue_;
+  raw::TargetId target_;
+  ThreadCountersOptions options_;
+  std::vector<Slot> slots_;
+  std::vector<uint16_t> active_;      // reserved to the slot count
+  std::vector<uint16_t> changed_;     // reserved
+  std::vector<uint16_t> contending_;  // reserved
+  size_t sweep_cursor_ = 0, switch_cursor_ = 0, contending_cursor_ = 0;
+  int64_t next_sweep_ns_ = 0;
+  double switch_tokens_ = 64;
+  int64_t switch_tokens_at_ = -1;
+  uint64_t reads_ = 0, switch_reads_ = 0;
+};
+
+// The real source: /proc/PID/task/TID/schedstat (kept open) and status, and a perf group per thread when the
+// session counts any (`perf` may be null: scheduler figures only).
+class ProcCounterSource final : public CounterSource {
+ public:
+  ProcCounterSource(pid_t pid, size_t slots, PerfSlots* perf, PerfOpener* opener);
+  void thread_added(size_t slot, int32_t tid) override;
+  void thread_removed(size_t slot) override;
+  CounterReading read(size_t slot) override;
+  std::optional<SwitchCounts> read_switches(size_t slot) override;
+
+ private:
+  pid_t pid_;
+  std::vector<TaskSchedStatFile> sched_;
+  std::vector<int32_t> tids_;
+  std::vector<uint32_t> generations_;  // per slot: which thread it holds now, for the opener
+  PerfSlots* perf_;
+  PerfOpener* opener_;
+};
+
+}  // namespace gilspy::sampler
