@@ -18,7 +18,9 @@ size_t perf_fd_room() {
   struct rlimit files {};
   if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return 65536;
   constexpr rlim_t kReserve = 256;
-  return files.rlim_cur > kReserve ? static_cast<size_t>(std::min<rlim_t>((files.rlim_cur - kReserve) / 2, 1 << 20)) : 0;
+  return files.rlim_cur > kReserve
+             ? static_cast<size_t>(std::min<rlim_t>((files.rlim_cur - kReserve) / 2, 1 << 20))
+             : 0;
 }
 
 }  // namespace
@@ -26,10 +28,13 @@ size_t perf_fd_room() {
 void SessionCounters::start(const std::vector<raw::CounterKind>& asked, const Note& note) {
   if (asked.empty()) return;
   plan_ = sampler::probe_counters(asked);
-  for (const auto& [name, why] : plan_.unavailable) note(fmt::format("counter {} is not counted: {}", name, why));
+  for (const auto& [name, why] : plan_.unavailable)
+    note(fmt::format("counter {} is not counted: {}", name, why));
   if (plan_.kinds.empty()) {
-    note("no perf counter can be counted here; recording goes on with the scheduler figures (CPU time, run-queue "
-         "delay, switches)");
+    note(
+        "no perf counter can be counted here; recording goes on with the scheduler figures (CPU time, "
+        "run-queue "
+        "delay, switches)");
     return;
   }
   max_fds_ = perf_fd_room();
@@ -62,9 +67,10 @@ void SessionCounters::report(const Note& note) const {
                      opener_->failed() == 1 ? "" : "s", opener_->first_failure()));
   }
   if (opener_->dropped() > 0) {
-    note(fmt::format("{} thread{} went without perf counters (more threads came and went than gilspy opens "
-                     "groups for)",
-                     opener_->dropped(), opener_->dropped() == 1 ? "" : "s"));
+    note(
+        fmt::format("{} thread{} went without perf counters (more threads came and went than gilspy opens "
+                    "groups for)",
+                    opener_->dropped(), opener_->dropped() == 1 ? "" : "s"));
   }
 }
 

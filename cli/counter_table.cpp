@@ -20,19 +20,22 @@ std::string ms(int64_t ns) {
 }
 
 std::string pct(int64_t part, int64_t whole) {
-  return whole > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+  return whole > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole))
+                   : "-";
 }
 
 std::string per_kilo(uint64_t n, uint64_t instructions) {
-  return instructions > 0 ? fmt::format("{:.2f}", 1000.0 * static_cast<double>(n) / static_cast<double>(instructions))
-                          : "-";
+  return instructions > 0
+             ? fmt::format("{:.2f}", 1000.0 * static_cast<double>(n) / static_cast<double>(instructions))
+             : "-";
 }
 
 // "cycles, instructions: not supported: ...; ref-cycles: does not fit ...": the counters left out, by reason.
 std::string unavailable_text(const raw::CounterSetup& s) {
   std::vector<std::pair<std::string, std::string>> by_reason;
   for (const auto& [name, why] : s.unavailable) {
-    auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.second == why; });
+    auto it =
+        std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.second == why; });
     if (it == by_reason.end()) {
       by_reason.emplace_back(name, why);
     } else {
@@ -64,10 +67,11 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
   out += "  what the CPU did, per thread and GIL role (time on a CPU and run-queue delay from schedstat";
   out += counted.empty() ? ")\n" : "; perf: " + counted + ")\n";
   if (!setup.unavailable.empty()) {
-    fmt::format_to(std::back_inserter(out), "    not counted: {}\n", escape_for_terminal(unavailable_text(setup)));
+    fmt::format_to(std::back_inserter(out), "    not counted: {}\n",
+                   escape_for_terminal(unavailable_text(setup)));
   }
-  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>10} {:>10} {:>6} {:>10} {:>6} {:>8}", "TID", "ROLE",
-                 kNameColumns, "TIME", "ON CPU", "CPU %", "RUN-QUEUE", "RUNQ %", "SLICES");
+  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>10} {:>10} {:>6} {:>10} {:>6} {:>8}", "TID",
+                 "ROLE", kNameColumns, "TIME", "ON CPU", "CPU %", "RUN-QUEUE", "RUNQ %", "SLICES");
   if (ipc) fmt::format_to(std::back_inserter(out), " {:>6}", "IPC");
   if (misses) fmt::format_to(std::back_inserter(out), " {:>9} {:>9}", "CMISS/KI", "BMISS/KI");
   out += "\n";
@@ -75,7 +79,8 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
   const SummaryTable table = build_summary_table(summary.threads(), summary.duration_ns(), max_threads);
   size_t shown = 0, preempted_threads = 0;
   for (const SummaryRow& row : table.rows) {
-    if (row.threads > 1) continue;  // a group of short-lived threads: its members' figures are in the raw file
+    if (row.threads > 1)
+      continue;  // a group of short-lived threads: its members' figures are in the raw file
     const auto t = c.thread(row.tid);
     if (!t) continue;
     ++shown;
@@ -89,8 +94,10 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
                            about.empty() ? "" : "; ", t->preempted_holds, t->holds, ms(t->preempted_hold_ns));
     }
     const std::string name = fit_with_marker(escape_for_terminal(row.name), kNameColumns);
-    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{}\n", row.tid, name, about.empty() ? "" : "  (" + about + ")");
-    for (const raw::GilRole role : {raw::GilRole::kHolding, raw::GilRole::kWaiting, raw::GilRole::kReleased}) {
+    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{}\n", row.tid, name,
+                   about.empty() ? "" : "  (" + about + ")");
+    for (const raw::GilRole role :
+         {raw::GilRole::kHolding, raw::GilRole::kWaiting, raw::GilRole::kReleased}) {
       const raw::RoleCounters& r = t->role(role);
       if (r.time_ns == 0 && r.counted_ns == 0) continue;
       fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>10} {:>10} {:>6} {:>10} {:>6} {:>8}", "",
@@ -113,9 +120,11 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
     }
   }
   if (shown == 0) out += "    (no thread of the table has counter figures)\n";
-  out += "  CPU % and RUNQ %: of the time in that role; a waiter with a high RUNQ % is starved of CPU, not of the "
-         "GIL;\n    a holder that waits for a CPU (preempted) keeps every waiter waiting: more runnable threads "
-         "than cores\n";
+  out +=
+      "  CPU % and RUNQ %: of the time in that role; a waiter with a high RUNQ % is starved of CPU, not of "
+      "the "
+      "GIL;\n    a holder that waits for a CPU (preempted) keeps every waiter waiting: more runnable threads "
+      "than cores\n";
 }
 
 }  // namespace gilspy::cli

@@ -1,8 +1,9 @@
 #pragma once
-// The end summary's CPU table: for the threads of the thread table (summary_table.hpp), what the CPU did while
-// each held the GIL, waited for it, or ran without it (time on a CPU, run-queue delay, switches; IPC and
-// cache / branch misses per 1000 instructions where perf counted them), its voluntary / involuntary switches,
-// and its preempted holds. README "What the CPU does meanwhile" says what each figure means for a GIL problem.
+// The end summary's CPU table: for the threads of the thread table (summary_table.hpp), what the CPU did
+// while each held the GIL, waited for it, or ran without it (time on a CPU, run-queue delay, switches; IPC
+// and cache / branch misses per 1000 instructions where perf counted them), its voluntary / involuntary
+// switches, and its preempted holds. README "What the CPU does meanwhile" says what each figure means for a
+// GIL problem.
 #include <cstddef>
 #include <string>
 

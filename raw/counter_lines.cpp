@@ -8,15 +8,18 @@ using nlohmann::json;
 
 namespace {
 
-// Bounds every figure so that what readers sum over a file (a thread's CPU time over millions of lines) cannot
-// overflow: 2^60 ns is 36 years, 2^60 events more than any counter reaches in a stretch.
+// Bounds every figure so that what readers sum over a file (a thread's CPU time over millions of lines)
+// cannot overflow: 2^60 ns is 36 years, 2^60 events more than any counter reaches in a stretch.
 constexpr int64_t kMaxFigure = int64_t{1} << 60;
 
 const char* role_letter(GilRole r) {
   switch (r) {
-    case GilRole::kHolding: return "H";
-    case GilRole::kWaiting: return "W";
-    case GilRole::kReleased: return "R";
+    case GilRole::kHolding:
+      return "H";
+    case GilRole::kWaiting:
+      return "W";
+    case GilRole::kReleased:
+      return "R";
   }
   return "R";
 }
@@ -39,8 +42,8 @@ std::string counter_setup_line(const CounterSetup& r) {
 std::string counter_sample_line(const CounterSample& r) {
   json values = json::array();
   for (size_t i = 0; i < r.count && i < kMaxCounterValues; ++i) values.push_back(r.values[i]);
-  return json::array({"C", r.tid, r.ts, r.dur, role_letter(r.role), r.flags, r.cpu_ns, r.run_delay_ns, r.slices,
-                      values})
+  return json::array({"C", r.tid, r.ts, r.dur, role_letter(r.role), r.flags, r.cpu_ns, r.run_delay_ns,
+                      r.slices, values})
       .dump();
 }
 
@@ -50,7 +53,8 @@ std::string thread_switches_line(const ThreadSwitches& r) {
 
 Record counter_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
   auto num = [&](size_t i) -> int64_t {
-    if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
+    if (i >= a.size() || !a[i].is_number_integer())
+      throw bad("has no integer at position " + std::to_string(i));
     if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
       throw bad("has a number out of range at position " + std::to_string(i));
     }
@@ -74,7 +78,8 @@ Record counter_record_from_json(const json& a, const std::function<Error(const s
     CounterSetup r;
     r.ts = moment(1);
     if (a.size() < 3 || !a[2].is_array()) throw bad("has no list of counters");
-    if (a[2].size() > kMaxCounterValues) throw bad("names more than " + std::to_string(kMaxCounterValues) + " counters");
+    if (a[2].size() > kMaxCounterValues)
+      throw bad("names more than " + std::to_string(kMaxCounterValues) + " counters");
     for (const json& name : a[2]) {
       if (!name.is_string()) throw bad("has a counter name that is not a string");
       r.kinds[r.count++] = counter_kind_named(name.get<std::string>()).value_or(CounterKind::kUnknown);

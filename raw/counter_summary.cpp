@@ -6,7 +6,8 @@ namespace gilspy::raw {
 
 int64_t saturating_add(int64_t a, int64_t b) {
   int64_t out = 0;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  if (__builtin_add_overflow(a, b, &out))
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
   return out;
 }
 
@@ -136,9 +137,10 @@ nlohmann::json CounterSummary::to_json() const {
     for (size_t i = 0; i < s.count && i < kMaxCounterValues; ++i) {
       if (s.kinds[i] != CounterKind::kUnknown) values[counter_name(s.kinds[i])] = r.values[i];
     }
-    return json{{"time_ns", r.time_ns},         {"cpu_ns", r.cpu_ns},         {"run_delay_ns", r.run_delay_ns},
-                {"slices", r.slices},           {"cpu_share", r.cpu_share()}, {"run_delay_share", r.run_delay_share()},
-                {"counted_ns", r.counted_ns},   {"counters", values}};
+    return json{{"time_ns", r.time_ns},           {"cpu_ns", r.cpu_ns},
+                {"run_delay_ns", r.run_delay_ns}, {"slices", r.slices},
+                {"cpu_share", r.cpu_share()},     {"run_delay_share", r.run_delay_share()},
+                {"counted_ns", r.counted_ns},     {"counters", values}};
   };
   json threads = json::array();
   for (const ThreadCounterSummary& t : this->threads()) {

@@ -28,20 +28,34 @@ struct EventSpec {
 EventSpec spec_of(raw::CounterKind k) {
   using K = raw::CounterKind;
   switch (k) {
-    case K::kTaskClock: return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK};
-    case K::kContextSwitches: return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES};
-    case K::kCpuMigrations: return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS};
-    case K::kPageFaults: return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS};
-    case K::kCycles: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES};
-    case K::kInstructions: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS};
-    case K::kCacheReferences: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES};
-    case K::kCacheMisses: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES};
-    case K::kBranches: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS};
-    case K::kBranchMisses: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES};
-    case K::kStalledCyclesFrontend: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND};
-    case K::kStalledCyclesBackend: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND};
-    case K::kRefCycles: return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES};
-    case K::kUnknown: break;
+    case K::kTaskClock:
+      return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK};
+    case K::kContextSwitches:
+      return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES};
+    case K::kCpuMigrations:
+      return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS};
+    case K::kPageFaults:
+      return {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS};
+    case K::kCycles:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES};
+    case K::kInstructions:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS};
+    case K::kCacheReferences:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES};
+    case K::kCacheMisses:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES};
+    case K::kBranches:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS};
+    case K::kBranchMisses:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES};
+    case K::kStalledCyclesFrontend:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND};
+    case K::kStalledCyclesBackend:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND};
+    case K::kRefCycles:
+      return {PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES};
+    case K::kUnknown:
+      break;
   }
   return {PERF_TYPE_MAX, 0};
 }
@@ -166,7 +180,8 @@ std::string perf_open_failure(raw::CounterKind kind, int error) {
     case EACCES:
     case EPERM:
       return "not permitted: perf_event_paranoid is " + std::to_string(paranoid_level()) +
-             " and gilspy lacks CAP_PERFMON (run as root, grant CAP_PERFMON, or lower kernel.perf_event_paranoid "
+             " and gilspy lacks CAP_PERFMON (run as root, grant CAP_PERFMON, or lower "
+             "kernel.perf_event_paranoid "
              "to 1)";
     case EMFILE:
     case ENFILE:
@@ -187,22 +202,26 @@ CounterPlan probe_counters(std::span<const raw::CounterKind> asked) {
     if (error != 0) {
       plan.unavailable.emplace_back(raw::counter_name(k), perf_open_failure(k, error));
     } else if (plan.kinds.size() == raw::kMaxCounterValues) {
-      plan.unavailable.emplace_back(raw::counter_name(k), "a thread's group holds at most " +
-                                                              std::to_string(raw::kMaxCounterValues) + " counters");
+      plan.unavailable.emplace_back(
+          raw::counter_name(k),
+          "a thread's group holds at most " + std::to_string(raw::kMaxCounterValues) + " counters");
     } else {
       plan.kinds.push_back(k);
     }
   }
   // The hardware events must be counted together: drop them from the end until the group counts fully.
-  while (!plan.kinds.empty() && raw::counter_is_hardware(plan.kinds.back()) && !group_counts_fully(plan.kinds)) {
-    plan.unavailable.emplace_back(raw::counter_name(plan.kinds.back()),
-                                  "does not fit in one group with the others (the PMU counts fewer events at once)");
+  while (!plan.kinds.empty() && raw::counter_is_hardware(plan.kinds.back()) &&
+         !group_counts_fully(plan.kinds)) {
+    plan.unavailable.emplace_back(
+        raw::counter_name(plan.kinds.back()),
+        "does not fit in one group with the others (the PMU counts fewer events at once)");
     plan.kinds.pop_back();
   }
   return plan;
 }
 
-// ---- the opener ------------------------------------------------------------------------------------------------
+// ---- the opener
+// ------------------------------------------------------------------------------------------------
 
 namespace {
 
@@ -253,7 +272,8 @@ struct PerfOpener::Impl {
   std::string failure;
   std::thread thread;
 
-  Impl(PerfOpener& o, double rate, size_t b) : owner(o), opens_per_s(rate), burst(static_cast<double>(b)), tokens(burst) {}
+  Impl(PerfOpener& o, double rate, size_t b)
+      : owner(o), opens_per_s(rate), burst(static_cast<double>(b)), tokens(burst) {}
 
   void note_failure(const std::string& why) {
     owner.failed_.fetch_add(1, std::memory_order_relaxed);
@@ -264,7 +284,8 @@ struct PerfOpener::Impl {
   // Returns false when the open must wait (no token or no descriptor room).
   bool try_open(const Command& c) {
     PerfSlots& s = *c.slots;
-    if (s.current_generation(c.slot) != c.generation) return true;  // the thread is gone already: nothing to do
+    if (s.current_generation(c.slot) != c.generation)
+      return true;  // the thread is gone already: nothing to do
     const size_t need = s.kinds().size();
     if (tokens < 1 || fds_open + need > owner.max_fds_) return false;
     tokens -= 1;
@@ -324,7 +345,8 @@ PerfOpener::~PerfOpener() {
 }
 
 void PerfOpener::request_open(PerfSlots& slots, uint16_t slot, uint32_t generation, int32_t tid) {
-  if (tid == 0 || !impl_->ring.push({&slots, slot, generation, tid})) dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (tid == 0 || !impl_->ring.push({&slots, slot, generation, tid}))
+    dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void PerfOpener::request_close(PerfSlots& slots, uint16_t slot, uint32_t generation) {

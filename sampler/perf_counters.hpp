@@ -1,14 +1,14 @@
 #pragma once
-// perf_event_open counters on the target's threads (`--counters`): one group per thread (PERF_FORMAT_GROUP, so
-// one read() gives every value with the group's enabled and running times), what this machine lets gilspy
+// perf_event_open counters on the target's threads (`--counters`): one group per thread (PERF_FORMAT_GROUP,
+// so one read() gives every value with the group's enabled and running times), what this machine lets gilspy
 // count (probed once), and the thread that opens and closes the groups.
 //
 // Opening a group is slow here (~40 us per event, ~60-90 us per event to close: the kernel installs the event
-// in the target task's context with a call on its CPU), far longer than a 100 us poll step. So the poll thread
-// never does it: it asks the PerfOpener (its own thread) through a lock-free queue, and reads a group only once
-// the opener has published it. Opens are rate-limited (a server starting a thread per request would otherwise
-// cost a core) and the descriptors bounded (each event is one), so counters cover the threads that live long
-// enough to matter.
+// in the target task's context with a call on its CPU), far longer than a 100 us poll step. So the poll
+// thread never does it: it asks the PerfOpener (its own thread) through a lock-free queue, and reads a group
+// only once the opener has published it. Opens are rate-limited (a server starting a thread per request would
+// otherwise cost a core) and the descriptors bounded (each event is one), so counters cover the threads that
+// live long enough to matter.
 #include <sys/types.h>
 
 #include <array>
@@ -56,7 +56,7 @@ class PerfGroup {
 
 // Which counters a session asks for (`--counters`) and what this machine lets it count.
 struct CounterPlan {
-  std::vector<raw::CounterKind> kinds;  // counted on every thread, in this order
+  std::vector<raw::CounterKind> kinds;                           // counted on every thread, in this order
   std::vector<std::pair<std::string, std::string>> unavailable;  // asked for, not counted: {name, reason}
 };
 
@@ -128,10 +128,11 @@ class PerfSlots {
 
  private:
   struct Slot {
-    PerfGroup group;                            // written by the opener only, read by the poll thread once ready
-    uint32_t group_generation = 0;              // opener only: whose thread the open group is
+    PerfGroup group;                // written by the opener only, read by the poll thread once ready
+    uint32_t group_generation = 0;  // opener only: whose thread the open group is
     std::atomic<uint32_t> ready_generation{0};  // the generation whose group is open and readable
-    std::atomic<uint32_t> wanted_generation{0};  // the poll thread's current generation (stale requests skipped)
+    std::atomic<uint32_t> wanted_generation{
+        0};  // the poll thread's current generation (stale requests skipped)
   };
   std::vector<raw::CounterKind> kinds_;
   std::unique_ptr<Slot[]> slots_;

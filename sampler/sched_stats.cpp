@@ -25,7 +25,8 @@ bool field(std::string_view text, std::string_view key, uint64_t& out) {
   size_t at = 0;
   while (at < text.size()) {
     const size_t end = text.find('\n', at);
-    std::string_view line = text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    std::string_view line =
+        text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
     if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':') {
       line.remove_prefix(key.size() + 1);
       return take_number(line, out);

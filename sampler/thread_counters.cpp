@@ -13,9 +13,6 @@ bool contends(GilRole r) {
 }
 
 // total * part / whole without overflow (whole > 0).
-int64_t scale(int64_t total, int64_t part, int64_t whole) {
-  return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
-}
 uint64_t scale_u(uint64_t total, uint64_t part, uint64_t whole) {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(total) * part / whole);
 }
@@ -42,8 +39,8 @@ ThreadCounters::ThreadCounters(CounterSource& source, RecordQueue& queue, raw::T
 bool ThreadCounters::take_switch_token(int64_t t) {
   constexpr double kBurst = 64;
   if (switch_tokens_at_ >= 0 && t > switch_tokens_at_) {
-    switch_tokens_ = std::min(kBurst, switch_tokens_ + static_cast<double>(t - switch_tokens_at_) / 1e9 *
-                                                           options_.switches_per_s);
+    switch_tokens_ = std::min(
+        kBurst, switch_tokens_ + static_cast<double>(t - switch_tokens_at_) / 1e9 * options_.switches_per_s);
   }
   switch_tokens_at_ = std::max(switch_tokens_at_, t);
   if (switch_tokens_ < 1) return false;
@@ -56,8 +53,9 @@ void ThreadCounters::read_switches(size_t slot, int64_t t) {
   ++switch_reads_;
   s.next_switches_ns = t + options_.switches_period_ns;
   if (const auto c = source_.read_switches(slot)) {
-    queue_.push(target_, raw::ThreadSwitches{.tid = s.tid, .ts = t, .voluntary = c->voluntary,
-                                             .involuntary = c->involuntary});
+    queue_.push(
+        target_,
+        raw::ThreadSwitches{.tid = s.tid, .ts = t, .voluntary = c->voluntary, .involuntary = c->involuntary});
   }
 }
 
@@ -121,8 +119,8 @@ void ThreadCounters::after_poll(int64_t t_now) {
   // The holder and the waiters, so that the stretch before their next change is short and its rate known.
   const size_t n = contending_.size();
   size_t done = 0;
-  for (size_t k = 0; k < n && k < 4 * options_.in_role_reads_per_poll && done < options_.in_role_reads_per_poll;
-       ++k) {
+  for (size_t k = 0;
+       k < n && k < 4 * options_.in_role_reads_per_poll && done < options_.in_role_reads_per_poll; ++k) {
     contending_cursor_ = (contending_cursor_ + 1) % n;
     const uint16_t slot = contending_[contending_cursor_];
     if (t_now - slots_[slot].last_read_ns >= options_.in_role_gap_ns) {
@@ -205,7 +203,8 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
     s.segment_count = 1;
     return;
   }
-  // Deltas since the last read. The kernel's counts only grow; a smaller value (a new perf group) is no delta.
+  // Deltas since the last read. The kernel's counts only grow; a smaller value (a new perf group) is no
+  // delta.
   const bool sched = r.sched.has_value() && s.sched.has_value();
   int64_t cpu = 0, delay = 0;
   uint64_t slices = 0;
@@ -217,8 +216,10 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
   uint8_t count = 0;
   std::array<uint64_t, raw::kMaxCounterValues> values{};
   if (r.perf && s.perf && r.perf->count == s.perf->count) {
-    const uint64_t enabled = r.perf->enabled_ns >= s.perf->enabled_ns ? r.perf->enabled_ns - s.perf->enabled_ns : 0;
-    const uint64_t running = r.perf->running_ns >= s.perf->running_ns ? r.perf->running_ns - s.perf->running_ns : 0;
+    const uint64_t enabled =
+        r.perf->enabled_ns >= s.perf->enabled_ns ? r.perf->enabled_ns - s.perf->enabled_ns : 0;
+    const uint64_t running =
+        r.perf->running_ns >= s.perf->running_ns ? r.perf->running_ns - s.perf->running_ns : 0;
     // Multiplexed (the PMU shared with others): scaled to the enabled time, as perf stat does. A stretch in
     // which the group never counted while the thread ran says nothing.
     if (running > 0 || enabled == 0) {
@@ -253,25 +254,29 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
       }
     }
   } else {
-    const RoleRate& rate = s.rates[static_cast<size_t>(s.segments[0].role)];
-    if (rate.time_ns >= kRateMinNs) {
-      // The old role at its known rate, each later role up to all of its time, the rest back to the old role.
-      int64_t rest = cpu;
-      parts[0].cpu_ns = std::min(rest, scale(rate.cpu_ns, edge[1] - edge[0], rate.time_ns));
-      rest -= parts[0].cpu_ns;
-      for (size_t i = 1; i < n; ++i) {
-        parts[i].cpu_ns = std::min(rest, edge[i + 1] - edge[i]);
-        rest -= parts[i].cpu_ns;
-      }
-      parts[0].cpu_ns += rest;
-    } else {
-      int64_t given = 0;
-      for (size_t i = 1; i < n; ++i) {
-        parts[i].cpu_ns = scale(cpu, edge[i + 1] - edge[i], span);
-        given += parts[i].cpu_ns;
-      }
-      parts[0].cpu_ns = cpu - given;
+    // Each role's expected CPU over its part of the stretch, at the rate the thread ran in that role (the
+    // stretch's own average for a role without one yet); the CPU read is shared out in proportion. A running
+    // thread's schedstat lags (up to a tick) and catches up at a switch, so what was read is rescaled rather
+    // than handed to one side.
+    std::array<double, 4> expect{};
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const RoleRate& rate = s.rates[static_cast<size_t>(s.segments[i].role)];
+      const double rho = rate.time_ns >= kRateMinNs
+                             ? static_cast<double>(rate.cpu_ns) / static_cast<double>(rate.time_ns)
+                             : static_cast<double>(cpu) / static_cast<double>(span);
+      expect[i] = rho * static_cast<double>(edge[i + 1] - edge[i]);
+      sum += expect[i];
     }
+    int64_t given = 0;
+    for (size_t i = 1; i < n; ++i) {
+      // Nothing expected anywhere (every role known to sleep, yet CPU was read): by time.
+      const double share =
+          sum > 0 ? expect[i] / sum : static_cast<double>(edge[i + 1] - edge[i]) / static_cast<double>(span);
+      parts[i].cpu_ns = std::min(cpu - given, static_cast<int64_t>(share * static_cast<double>(cpu)));
+      given += parts[i].cpu_ns;
+    }
+    parts[0].cpu_ns = cpu - given;
   }
   parts[0].run_delay_ns = delay;
   parts[0].slices = slices;
@@ -279,8 +284,10 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
   for (size_t v = 0; v < count; ++v) {
     uint64_t given = 0;
     for (size_t i = 1; i < n; ++i) {
-      parts[i].values[v] = cpu > 0 ? scale_u(values[v], static_cast<uint64_t>(parts[i].cpu_ns), static_cast<uint64_t>(cpu))
-                                   : scale_u(values[v], static_cast<uint64_t>(edge[i + 1] - edge[i]), static_cast<uint64_t>(span));
+      parts[i].values[v] =
+          cpu > 0
+              ? scale_u(values[v], static_cast<uint64_t>(parts[i].cpu_ns), static_cast<uint64_t>(cpu))
+              : scale_u(values[v], static_cast<uint64_t>(edge[i + 1] - edge[i]), static_cast<uint64_t>(span));
       given += parts[i].values[v];
     }
     parts[0].values[v] = values[v] - std::min(values[v], given);
@@ -296,7 +303,8 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
   s.segment_count = 1;
 }
 
-// ---- /proc and perf --------------------------------------------------------------------------------------------
+// ---- /proc and perf
+// --------------------------------------------------------------------------------------------
 
 ProcCounterSource::ProcCounterSource(pid_t pid, size_t slots, PerfSlots* perf, PerfOpener* opener)
     : pid_(pid), sched_(slots), tids_(slots, 0), generations_(slots, 0), perf_(perf), opener_(opener) {}

@@ -8,13 +8,14 @@
 //    every 100 ms), and voluntary / involuntary switches (/proc status) at a lower rate still,
 // within fixed per-read limits, so the cost stays inside the sampler's CPU budget.
 //
-// Splitting a stretch between two reads. A thread changes role only while on a CPU (it takes or drops the GIL),
-// and the sampler dates the change to the midpoint between two polls, so a stretch that spans a change holds
-// the end of the old role and the start of the new one, neither measured on its own:
-//  - CPU time (and the perf counters, which count while the thread runs) goes first to the old role at the
-//    rate the thread ran in that role before (measured over the stretches of that role that held no change),
-//    then to the new role up to all of its time; what is left goes back to the old role. Without a rate yet,
-//    the stretch is split in proportion to time.
+// Splitting a stretch between two reads. A thread changes role only while on a CPU (it takes or drops the
+// GIL), and the sampler dates the change to the midpoint between two polls, so a stretch that spans a change
+// holds the end of the old role and the start of the new one, neither measured on its own:
+//  - CPU time (and the perf counters, which count while the thread runs) is shared out in proportion to what
+//    each role would have used at the rate the thread ran in it before (measured over the stretches of that
+//    role that held no change; the stretch's own average for a role without one yet). A thread asleep in
+//    take_gil thus gets next to nothing of the hold that ended the stretch, and one that spins gets its
+//    share.
 //  - Run-queue delay and switches go to the old role: a thread waits in a run queue until it gets a CPU, and
 //    only then can it change role, so the wait ended before the change.
 // Consecutive stretches of one role interval are summed and emitted as one CounterSample when the interval
@@ -36,7 +37,7 @@ namespace gilspy::sampler {
 
 // One thread's readings at one moment, cumulative.
 struct CounterReading {
-  std::optional<SchedStat> sched;  // none when the thread is gone
+  std::optional<SchedStat> sched;   // none when the thread is gone
   std::optional<PerfReading> perf;  // none without a perf group (not asked, not opened yet, or failed)
 };
 
@@ -51,10 +52,10 @@ class CounterSource {
 };
 
 struct ThreadCountersOptions {
-  int64_t in_role_gap_ns = 2'000'000;      // the holder and the waiters are read at most this often
-  size_t in_role_reads_per_poll = 4;       // ...and at most this many of them per poll
-  int64_t steady_period_ns = 100'000'000;  // every other thread is read about this often
-  int64_t sweep_gap_ns = 500'000;          // at most one steady read per this long
+  int64_t in_role_gap_ns = 2'000'000;          // the holder and the waiters are read at most this often
+  size_t in_role_reads_per_poll = 4;           // ...and at most this many of them per poll
+  int64_t steady_period_ns = 100'000'000;      // every other thread is read about this often
+  int64_t sweep_gap_ns = 500'000;              // at most one steady read per this long
   int64_t switches_period_ns = 1'000'000'000;  // a thread's /proc status read about this often
   double switches_per_s = 50;                  // ...and at most this many status reads per second (burst 64)
   int64_t max_record_span_ns = 100'000'000;    // a long interval is emitted in pieces this long
@@ -73,7 +74,7 @@ class ThreadCounters {
   // A last read (the thread may be gone already: then only its perf counters, which stay readable, count).
   void thread_removed(size_t slot, int64_t at);
 
-  uint64_t reads() const { return reads_; }             // counter reads (schedstat + perf group)
+  uint64_t reads() const { return reads_; }                // counter reads (schedstat + perf group)
   uint64_t switch_reads() const { return switch_reads_; }  // /proc status reads
 
  private:
@@ -110,7 +111,8 @@ class ThreadCounters {
   };
 
   void read_now(size_t slot, int64_t t);
-  void add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part, bool sched, uint8_t count);
+  void add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part, bool sched,
+                 uint8_t count);
   void emit_accum(Slot& s);
   void read_switches(size_t slot, int64_t t);
   bool take_switch_token(int64_t t);

@@ -1,8 +1,8 @@
 #pragma once
 // One thread's CPU per GIL role over the current window and the totals period, from the sampler's per-role
-// counter pieces (each covers a stretch of at most 100 ms and arrives when it ends). A piece that began before
-// the window (or the totals' start) counts with the share of it that falls inside, as if its figures were
-// spread evenly over it.
+// counter pieces (each covers a stretch of at most 100 ms and arrives when it ends). A piece that began
+// before the window (or the totals' start) counts with the share of it that falls inside, as if its figures
+// were spread evenly over it.
 #include <cstdint>
 
 #include "cli/top/thread_account.hpp"

@@ -37,7 +37,9 @@ constexpr std::array<Spec, 12> kSpecs{{
 }};
 constexpr int kAlwaysKept = 85;
 
-const Spec& spec(CpuCol c) { return kSpecs[static_cast<std::size_t>(c)]; }
+const Spec& spec(CpuCol c) {
+  return kSpecs[static_cast<std::size_t>(c)];
+}
 
 std::string pad(std::string_view text, std::size_t width, bool left) {
   const std::string cut = fit_with_marker(text, width);
@@ -45,10 +47,13 @@ std::string pad(std::string_view text, std::size_t width, bool left) {
   return left ? cut + fill : fill + cut;
 }
 
-std::size_t width_of(const CpuLayout& l, CpuCol c) { return c == CpuCol::kName ? l.name_width : spec(c).width; }
+std::size_t width_of(const CpuLayout& l, CpuCol c) {
+  return c == CpuCol::kName ? l.name_width : spec(c).width;
+}
 
 std::string share(int64_t part, int64_t whole) {
-  return whole > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+  return whole > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole))
+                   : "-";
 }
 
 std::string ratio(uint64_t num, uint64_t den, bool counted, double scale = 1.0) {
@@ -66,7 +71,8 @@ CpuLayout layout_cpu_table(std::size_t width) {
     return sum;
   };
   while (needed() > width) {
-    auto least = std::min_element(kept.begin(), kept.end(), [](const Spec& a, const Spec& b) { return a.keep < b.keep; });
+    auto least = std::min_element(kept.begin(), kept.end(),
+                                  [](const Spec& a, const Spec& b) { return a.keep < b.keep; });
     if (least->keep >= kAlwaysKept) break;
     kept.erase(least);
   }
@@ -100,21 +106,44 @@ Line cpu_row(const CpuLayout& layout, const ThreadRow& t, bool totals) {
     if (i > 0) line.segments.push_back({" ", Style::kPlain});
     std::string v;
     switch (c) {
-      case CpuCol::kTid: v = std::to_string(t.tid); break;
-      case CpuCol::kName: v = escape_for_terminal(t.name) + (t.ended ? " (ended)" : ""); break;
-      case CpuCol::kCpu: v = share(all.cpu_ns, all.time_ns); break;
-      case CpuCol::kHoldCpu: v = share(hold.cpu_ns, hold.time_ns); break;
-      case CpuCol::kWaitCpu: v = share(wait.cpu_ns, wait.time_ns); break;
-      case CpuCol::kRunq: v = share(all.run_delay_ns, all.time_ns); break;
-      case CpuCol::kHoldRunq: v = share(hold.run_delay_ns, hold.time_ns); break;
-      case CpuCol::kSwitches:
-        v = all.time_ns > 0 ? format_rate(static_cast<double>(all.slices) * 1e9 / static_cast<double>(all.time_ns))
-                            : "-";
+      case CpuCol::kTid:
+        v = std::to_string(t.tid);
         break;
-      case CpuCol::kIpc: v = ratio(all.instructions, all.cycles, all.counted); break;
-      case CpuCol::kHoldIpc: v = ratio(hold.instructions, hold.cycles, hold.counted); break;
-      case CpuCol::kCacheMiss: v = ratio(all.cache_misses, all.instructions, all.misses_counted, 1000.0); break;
-      case CpuCol::kBranchMiss: v = ratio(all.branch_misses, all.instructions, all.misses_counted, 1000.0); break;
+      case CpuCol::kName:
+        v = escape_for_terminal(t.name) + (t.ended ? " (ended)" : "");
+        break;
+      case CpuCol::kCpu:
+        v = share(all.cpu_ns, all.time_ns);
+        break;
+      case CpuCol::kHoldCpu:
+        v = share(hold.cpu_ns, hold.time_ns);
+        break;
+      case CpuCol::kWaitCpu:
+        v = share(wait.cpu_ns, wait.time_ns);
+        break;
+      case CpuCol::kRunq:
+        v = share(all.run_delay_ns, all.time_ns);
+        break;
+      case CpuCol::kHoldRunq:
+        v = share(hold.run_delay_ns, hold.time_ns);
+        break;
+      case CpuCol::kSwitches:
+        v = all.time_ns > 0
+                ? format_rate(static_cast<double>(all.slices) * 1e9 / static_cast<double>(all.time_ns))
+                : "-";
+        break;
+      case CpuCol::kIpc:
+        v = ratio(all.instructions, all.cycles, all.counted);
+        break;
+      case CpuCol::kHoldIpc:
+        v = ratio(hold.instructions, hold.cycles, hold.counted);
+        break;
+      case CpuCol::kCacheMiss:
+        v = ratio(all.cache_misses, all.instructions, all.misses_counted, 1000.0);
+        break;
+      case CpuCol::kBranchMiss:
+        v = ratio(all.branch_misses, all.instructions, all.misses_counted, 1000.0);
+        break;
     }
     line.segments.push_back({pad(v, width_of(layout, c), c == CpuCol::kName), Style::kPlain});
   }

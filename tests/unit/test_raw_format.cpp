@@ -80,6 +80,21 @@ std::vector<raw::Record> sample_records() {
   v.push_back(raw::Hold{31337, 1020, 0});  // a zero-length hold is still a hold
   v.push_back(raw::ProcessStopped{.ts = 1100, .dur = 400});
   v.push_back(raw::ThreadStart{.tid = 31350, .ts = 1600, .tstate = 0x5555, .name = "in a container", .ns_tid = 3});
+  raw::CounterSetup setup{.ts = 0, .count = 3, .kinds = {}, .unavailable = {{"cycles", "not supported"}},
+                          .perf_threads_max = 512};
+  setup.kinds[0] = raw::CounterKind::kTaskClock;
+  setup.kinds[1] = raw::CounterKind::kInstructions;
+  setup.kinds[2] = raw::CounterKind::kBranchMisses;
+  v.push_back(setup);
+  raw::CounterSample c{.tid = 31337, .ts = 1700, .dur = 300, .role = raw::GilRole::kHolding,
+                       .flags = raw::CounterSample::kStartsInterval, .count = 3, .cpu_ns = 290, .run_delay_ns = 7,
+                       .slices = 2, .values = {}};
+  c.values = {280, 123456789012, 5};
+  v.push_back(c);
+  v.push_back(raw::CounterSample{.tid = 31340, .ts = 1700, .dur = 50, .role = raw::GilRole::kWaiting,
+                                 .flags = raw::CounterSample::kNoSched, .count = 0, .cpu_ns = 0, .run_delay_ns = 0,
+                                 .slices = 0, .values = {}});
+  v.push_back(raw::ThreadSwitches{.tid = 31337, .ts = 1800, .voluntary = 40, .involuntary = 3});
   return v;
 }
 
@@ -246,7 +261,7 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
         meta_end = line_start + line.rfind('}') + 1;
       } else if (line_no >= 4 && !line.empty() && line[0] == '[') {
         if (line.substr(0, 5) != "[\"F\"]")
-          record_ends.push_back(line_start + line.find(']', line.rfind('"') + 1) + 1);
+          record_ends.push_back(line_start + line.rfind(']') + 1);  // one record a line: its last ']'
       }
       line_start = line_end + 1;
     }
