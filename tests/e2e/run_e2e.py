@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+import scenarios_counters
 import scenarios_jobs
 import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
@@ -1133,6 +1134,7 @@ SCENARIOS = {
 
 SCENARIOS.update(scenarios_summary.SCENARIOS)
 SCENARIOS.update(scenarios_jobs.SCENARIOS)
+SCENARIOS.update(scenarios_counters.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)
