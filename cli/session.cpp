@@ -436,6 +436,10 @@ SessionOutcome Session::run() {
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
+    if (t->counters.threads) {  // read after the poll thread was joined
+      fig.counter_reads = t->counters.threads->reads();
+      fig.switch_reads = t->counters.threads->switch_reads();
+    }
     fig.threads_truncated = t->sampler->truncated_threads();
     // A target that ended by itself says how (exited, exec'd); the others share the session's reason.
     const sampler::TargetEnd cause = t->sampler->end_cause();

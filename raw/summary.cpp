@@ -122,6 +122,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"dropped_events", loop.dropped_events},
           {"unknown_holder_polls", loop.unknown_holder_polls},
           {"task_reads", loop.task_reads},
+          {"counter_reads", loop.counter_reads},
+          {"switch_reads", loop.switch_reads},
           {"threads_truncated", loop.threads_truncated},
           {"handoffs_seen", stats_.handoffs_seen},
           {"handoffs_total", stats_.handoffs_total},

@@ -35,6 +35,7 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   uint64_t budget_limited = 0;  // polls taken while the CPU budget held the peak rate down
   std::string stop_reason;
   bool threads_truncated = false;
+  uint64_t counter_reads = 0, switch_reads = 0;  // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
 };
 
 class SummaryBuilder {

@@ -66,7 +66,7 @@ void ThreadCounters::thread_added(size_t slot, int64_t tid, GilRole role, int64_
   s.tid = tid;
   s.last_read_ns = at;
   source_.thread_added(slot, static_cast<int32_t>(tid));
-  const CounterReading r = source_.read(slot);
+  const CounterReading r = source_.read(slot, true);
   ++reads_;
   s.sched = r.sched;
   s.perf = r.perf;
@@ -111,11 +111,19 @@ void ThreadCounters::role_changed(size_t slot, GilRole role, int64_t at) {
 }
 
 void ThreadCounters::after_poll(int64_t t_now) {
+  // A thread that changes role at nearly every poll (one that drops the GIL around every write) is read at
+  // most every change_read_gap_ns: its changes in between become segments of one stretch, split the same way.
+  size_t kept = 0;
   for (const uint16_t slot : changed_) {
-    slots_[slot].changed = false;
-    if (slots_[slot].active) read_now(slot, t_now);
+    Slot& s = slots_[slot];
+    if (s.active && t_now - s.last_read_ns < options_.change_read_gap_ns) {
+      changed_[kept++] = slot;
+      continue;
+    }
+    s.changed = false;
+    if (s.active) read_now(slot, t_now);
   }
-  changed_.clear();
+  changed_.resize(kept);  // never grows: no allocation
   // The holder and the waiters, so that the stretch before their next change is short and its rate known.
   const size_t n = contending_.size();
   size_t done = 0;
@@ -124,7 +132,7 @@ void ThreadCounters::after_poll(int64_t t_now) {
     contending_cursor_ = (contending_cursor_ + 1) % n;
     const uint16_t slot = contending_[contending_cursor_];
     if (t_now - slots_[slot].last_read_ns >= options_.in_role_gap_ns) {
-      read_now(slot, t_now);
+      read_now(slot, t_now, false);
       ++done;
     }
   }
@@ -191,12 +199,13 @@ void ThreadCounters::add_piece(Slot& s, const Segment& seg, int64_t from, int64_
   if (a.dur >= options_.max_record_span_ns) emit_accum(s);
 }
 
-void ThreadCounters::read_now(size_t slot, int64_t t) {
+void ThreadCounters::read_now(size_t slot, int64_t t, bool with_perf) {
   Slot& s = slots_[slot];
-  const CounterReading r = source_.read(slot);
+  const size_t n = s.segment_count;
+  with_perf = with_perf || n > 1;  // a stretch with a change is split: its counters are needed now
+  const CounterReading r = source_.read(slot, with_perf);
   ++reads_;
   const int64_t from = s.last_read_ns;
-  const size_t n = s.segment_count;
   if (t <= from) {
     // No time passed: keep the baseline, keep only the role the thread is in now.
     s.segments[0] = s.segments[n - 1];
@@ -215,7 +224,11 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
   }
   uint8_t count = 0;
   std::array<uint64_t, raw::kMaxCounterValues> values{};
-  if (r.perf && s.perf && r.perf->count == s.perf->count) {
+  if (!with_perf) {
+    // Scheduler figures only (the holder and the waiters between changes: a perf read costs a call on the
+    // thread's CPU). Its counts come with the next full read, which shares them out with this stretch's CPU.
+    count = s.perf ? s.perf->count : 0;
+  } else if (r.perf && s.perf && r.perf->count == s.perf->count) {
     const uint64_t enabled =
         r.perf->enabled_ns >= s.perf->enabled_ns ? r.perf->enabled_ns - s.perf->enabled_ns : 0;
     const uint64_t running =
@@ -232,7 +245,7 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
     }
   }
   if (r.sched) s.sched = r.sched;
-  s.perf = r.perf;
+  if (with_perf) s.perf = r.perf;
   s.last_read_ns = t;
 
   // Where each segment lies in [from, t].
@@ -280,17 +293,26 @@ void ThreadCounters::read_now(size_t slot, int64_t t) {
   }
   parts[0].run_delay_ns = delay;
   parts[0].slices = slices;
-  // Counters count while the thread runs: split as its CPU time is (by time when it had none).
-  for (size_t v = 0; v < count; ++v) {
-    uint64_t given = 0;
-    for (size_t i = 1; i < n; ++i) {
-      parts[i].values[v] =
-          cpu > 0
-              ? scale_u(values[v], static_cast<uint64_t>(parts[i].cpu_ns), static_cast<uint64_t>(cpu))
-              : scale_u(values[v], static_cast<uint64_t>(edge[i + 1] - edge[i]), static_cast<uint64_t>(span));
-      given += parts[i].values[v];
+  // Counters count while the thread runs: split as its CPU time is (by time when it had none), the stretches
+  // read without them since the last full read (all in the first role) included.
+  if (!with_perf) {
+    s.perf_pending_cpu_ns += cpu;
+    s.perf_pending_ns += span;
+  } else {
+    const auto cpu_base = static_cast<uint64_t>(s.perf_pending_cpu_ns + cpu);
+    const auto time_base = static_cast<uint64_t>(s.perf_pending_ns + span);
+    for (size_t v = 0; v < count; ++v) {
+      uint64_t given = 0;
+      for (size_t i = 1; i < n; ++i) {
+        parts[i].values[v] =
+            cpu_base > 0 ? scale_u(values[v], static_cast<uint64_t>(parts[i].cpu_ns), cpu_base)
+                         : scale_u(values[v], static_cast<uint64_t>(edge[i + 1] - edge[i]), time_base);
+        given += parts[i].values[v];
+      }
+      parts[0].values[v] = values[v] - std::min(values[v], given);
     }
-    parts[0].values[v] = values[v] - std::min(values[v], given);
+    s.perf_pending_cpu_ns = 0;
+    s.perf_pending_ns = 0;
   }
   if (sched || count > 0) {
     for (size_t i = 0; i < n; ++i) {
@@ -328,10 +350,10 @@ void ProcCounterSource::thread_removed(size_t slot) {
   }
 }
 
-CounterReading ProcCounterSource::read(size_t slot) {
+CounterReading ProcCounterSource::read(size_t slot, bool perf) {
   CounterReading r;
   r.sched = sched_[slot].read();
-  if (perf_ != nullptr && perf_->ready(static_cast<uint16_t>(slot), generations_[slot])) {
+  if (perf && perf_ != nullptr && perf_->ready(static_cast<uint16_t>(slot), generations_[slot])) {
     PerfReading p;
     if (perf_->read(static_cast<uint16_t>(slot), p)) r.perf = p;
   }

@@ -2,8 +2,10 @@
 // What the CPU did while each thread held the GIL, waited for it, or ran without it: scheduler figures
 // (schedstat: time on a CPU, time waiting for one, switches) and perf counters, read per thread and split by
 // GIL role. The sampler tells it when a thread's role changes; after each poll it reads
-//  - every thread whose role changed in that poll (the hand-offs the sampler sees),
-//  - the holder and the waiters every 2 ms at most (so that the time just before a change is measured),
+//  - every thread whose role changed in that poll (the hand-offs the sampler sees; at most once a
+//    millisecond per thread, a thread that flips at every poll adds segments to one stretch instead),
+//  - the holder and the waiters every 4 ms at most, scheduler figures only (so that the rate each role runs
+//    at is measured; their perf counts come with the next full read, shared out with the CPU time),
 //  - every other thread at a steady low rate (one read per 0.5 ms for the whole target, each thread about
 //    every 100 ms), and voluntary / involuntary switches (/proc status) at a lower rate still,
 // within fixed per-read limits, so the cost stays inside the sampler's CPU budget.
@@ -47,13 +49,15 @@ class CounterSource {
   virtual ~CounterSource() = default;
   virtual void thread_added(size_t slot, int32_t tid) = 0;
   virtual void thread_removed(size_t slot) = 0;
-  virtual CounterReading read(size_t slot) = 0;
+  // `perf`: the perf group too (false: the scheduler figures only).
+  virtual CounterReading read(size_t slot, bool perf) = 0;
   virtual std::optional<SwitchCounts> read_switches(size_t slot) = 0;
 };
 
 struct ThreadCountersOptions {
-  int64_t in_role_gap_ns = 2'000'000;          // the holder and the waiters are read at most this often
-  size_t in_role_reads_per_poll = 4;           // ...and at most this many of them per poll
+  int64_t change_read_gap_ns = 1'000'000;      // a thread whose role changed is read at most this often
+  int64_t in_role_gap_ns = 4'000'000;          // the holder and the waiters are read at most this often
+  size_t in_role_reads_per_poll = 2;           // ...and at most this many of them per poll
   int64_t steady_period_ns = 100'000'000;      // every other thread is read about this often
   int64_t sweep_gap_ns = 500'000;              // at most one steady read per this long
   int64_t switches_period_ns = 1'000'000'000;  // a thread's /proc status read about this often
@@ -103,6 +107,7 @@ class ThreadCounters {
     int64_t next_switches_ns = 0;
     std::array<RoleRate, 3> rates{};
     Accum accum;
+    int64_t perf_pending_cpu_ns = 0, perf_pending_ns = 0;  // read without perf since the last full read
   };
   struct Split {  // one segment's share of a stretch
     int64_t cpu_ns = 0, run_delay_ns = 0;
@@ -110,7 +115,7 @@ class ThreadCounters {
     std::array<uint64_t, raw::kMaxCounterValues> values{};
   };
 
-  void read_now(size_t slot, int64_t t);
+  void read_now(size_t slot, int64_t t, bool with_perf = true);
   void add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part, bool sched,
                  uint8_t count);
   void emit_accum(Slot& s);
@@ -139,7 +144,7 @@ class ProcCounterSource final : public CounterSource {
   ProcCounterSource(pid_t pid, size_t slots, PerfSlots* perf, PerfOpener* opener);
   void thread_added(size_t slot, int32_t tid) override;
   void thread_removed(size_t slot) override;
-  CounterReading read(size_t slot) override;
+  CounterReading read(size_t slot, bool perf) override;
   std::optional<SwitchCounts> read_switches(size_t slot) override;
 
  private:

@@ -25,6 +25,8 @@ using raw::GilRole;
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
+// The split tests poll every 2 ms and read the holder and the waiters at each poll.
+constexpr ThreadCountersOptions kEvery2ms{.change_read_gap_ns = 0, .in_role_gap_ns = 2 * kMs};
 
 // Cumulative figures per slot that the test sets between polls.
 class ScriptedCounters final : public CounterSource {
@@ -36,12 +38,14 @@ class ScriptedCounters final : public CounterSource {
   };
   std::map<size_t, State> slots;
   int reads = 0;
+  std::map<size_t, int> reads_of;
   void thread_added(size_t slot, int32_t) override { slots[slot]; }
   void thread_removed(size_t slot) override { slots.erase(slot); }
-  CounterReading read(size_t slot) override {
+  CounterReading read(size_t slot, bool perf) override {
     ++reads;
+    ++reads_of[slot];
     const State& s = slots.at(slot);
-    return {s.sched, s.perf};
+    return {s.sched, perf ? s.perf : std::nullopt};
   }
   std::optional<SwitchCounts> read_switches(size_t slot) override { return slots.at(slot).switches; }
   void run(size_t slot, int64_t cpu, int64_t delay = 0, uint64_t slices = 0) {
@@ -84,7 +88,7 @@ int64_t delay_in(const std::vector<raw::CounterSample>& v, GilRole role) {
 TEST_CASE("counters: a holder's CPU stays with its hold, a waiter that sleeps gets none") {
   ScriptedCounters src;
   RecordQueue q(1024);
-  ThreadCounters tc(src, q, 0, 8);
+  ThreadCounters tc(src, q, 0, 8, kEvery2ms);
   tc.thread_added(0, 100, GilRole::kWaiting, 0);
   tc.after_poll(2 * kMs);  // asleep in take_gil
   // It takes the GIL at 3 ms (seen by the poll at 4 ms), computes at full speed, read every 2 ms as a holder.
@@ -121,7 +125,7 @@ TEST_CASE(
     "counters: a waiter that takes the GIL runs from the take: the CPU of the stretch goes to the hold") {
   ScriptedCounters src;
   RecordQueue q(1024);
-  ThreadCounters tc(src, q, 0, 8);
+  ThreadCounters tc(src, q, 0, 8, kEvery2ms);
   tc.thread_added(0, 100, GilRole::kWaiting, 0);
   for (int64_t t = 2; t <= 8; t += 2) tc.after_poll(t * kMs);  // waiting, asleep: rate 0 is learnt
   // Woken at 8.5 ms, waits 0.5 ms for a CPU, takes the GIL at 9 ms (dated 9), computes until the poll at 10.
@@ -141,7 +145,7 @@ TEST_CASE("counters: a waiter that spins gets its CPU; without a known rate the 
   SUBCASE("spinning waiter") {
     ScriptedCounters src;
     RecordQueue q(1024);
-    ThreadCounters tc(src, q, 0, 8);
+    ThreadCounters tc(src, q, 0, 8, kEvery2ms);
     tc.thread_added(0, 100, GilRole::kWaiting, 0);
     for (int64_t t = 2; t <= 8; t += 2) {
       src.run(0, 2 * kMs);
@@ -158,7 +162,7 @@ TEST_CASE("counters: a waiter that spins gets its CPU; without a known rate the 
   SUBCASE("no rate yet") {
     ScriptedCounters src;
     RecordQueue q(1024);
-    ThreadCounters tc(src, q, 0, 8);
+    ThreadCounters tc(src, q, 0, 8, kEvery2ms);
     tc.thread_added(0, 100, GilRole::kReleased, 0);
     src.run(0, 4 * kMs);
     tc.role_changed(0, GilRole::kWaiting, 3 * kMs);
@@ -200,43 +204,60 @@ TEST_CASE("counters: a long interval comes in 100 ms pieces; a dropped-and-retak
 }
 
 TEST_CASE(
-    "counters: perf values follow the CPU, scaled when the PMU was shared; a gone thread keeps its counts") {
+    "counters: perf counts follow the CPU, come with the next full read, scaled when the PMU was shared") {
   ScriptedCounters src;
   RecordQueue q(1024);
   ThreadCounters tc(src, q, 0, 8);
-  tc.thread_added(0, 100, GilRole::kHolding, 0);
   PerfReading p;
   p.count = 2;
-  src.slots[0].perf = p;  // the group is ready: this read is its baseline
-  src.run(0, 2 * kMs);
-  tc.after_poll(2 * kMs);
-  p.enabled_ns = 4 * kMs;
-  p.running_ns = 2 * kMs;  // counted half the time: values doubled
-  p.values[0] = 1000;
-  p.values[1] = 3000;
   src.slots[0].perf = p;
+  tc.thread_added(0, 100, GilRole::kWaiting, 0);  // the group is ready: this read is its baseline
+  tc.after_poll(4 * kMs);                         // asleep in take_gil; holder and waiters: schedstat only
+  tc.after_poll(8 * kMs);
+  // Takes the GIL at 9 ms, seen at 10: a full read, the counts of [0, 10] all with the hold's CPU.
+  src.run(0, 1 * kMs);
+  p.enabled_ns = p.running_ns = 1 * kMs;
+  p.values = {100, 300};
+  src.slots[0].perf = p;
+  tc.role_changed(0, GilRole::kHolding, 9 * kMs);
+  tc.after_poll(10 * kMs);
+  // Holds, read at 14 and 18 without perf; drops at 19, seen at 20: the counts of [10, 20], counted half the
+  // time (the PMU shared), doubled, all to the hold (the wait's rate is 0).
   src.run(0, 4 * kMs);
-  tc.after_poll(6 * kMs);
+  tc.after_poll(14 * kMs);
+  src.run(0, 4 * kMs);
+  tc.after_poll(18 * kMs);
+  src.run(0, 1 * kMs);
+  p.enabled_ns = 11 * kMs;
+  p.running_ns = 6 * kMs;
+  p.values = {1100, 3300};
+  src.slots[0].perf = p;
+  tc.role_changed(0, GilRole::kWaiting, 19 * kMs);
+  tc.after_poll(20 * kMs);
   // Gone: schedstat unreadable, the perf group still readable.
-  p.enabled_ns = 6 * kMs;
-  p.running_ns = 4 * kMs;
-  p.values[0] = 2000;
-  p.values[1] = 6000;
+  p.enabled_ns = 13 * kMs;
+  p.running_ns = 8 * kMs;
+  p.values = {1110, 3320};
   src.slots[0].perf = p;
   src.slots[0].sched.reset();
-  tc.thread_removed(0, 8 * kMs);
+  tc.thread_removed(0, 22 * kMs);
   const auto v = samples(q);
-  REQUIRE(v.size() == 3);
-  CHECK(v[0].count == 0);  // before the baseline
-  CHECK(v[1].count == 2);
-  CHECK(v[1].values[0] == 2000);
-  CHECK(v[1].values[1] == 6000);
-  CHECK((v[2].flags & raw::CounterSample::kNoSched) != 0);
-  CHECK(v[2].values[0] == 1000);  // 2 ms enabled, 2 ms running: as read
-  CHECK(v[2].cpu_ns == 0);
+  REQUIRE(v.size() == 4);
+  CHECK(v[0].role == GilRole::kWaiting);
+  CHECK(v[0].count == 2);
+  CHECK(v[0].values[0] == 0);
+  CHECK(v[1].role == GilRole::kHolding);
+  CHECK(v[1].cpu_ns == 10 * kMs);
+  CHECK(v[1].values[0] == 100 + 2000);
+  CHECK(v[1].values[1] == 300 + 6000);
+  CHECK(v[2].values[0] == 0);
+  CHECK((v[3].flags & raw::CounterSample::kNoSched) != 0);
+  CHECK(v[3].values[0] == 10);  // 2 ms enabled, 2 ms running: as read
+  CHECK(v[3].values[1] == 20);
+  CHECK(v[3].cpu_ns == 0);
 }
 
-TEST_CASE("counters: what is read when: changes at once, contenders every 2 ms, the rest every 100 ms") {
+TEST_CASE("counters: what is read when: changes at once, contenders every 4 ms, the rest every 100 ms") {
   ScriptedCounters src;
   RecordQueue q(1 << 14);
   ThreadCounters tc(src, q, 0, 8);
@@ -244,13 +265,19 @@ TEST_CASE("counters: what is read when: changes at once, contenders every 2 ms, 
   tc.thread_added(1, 101, GilRole::kReleased, 0);
   src.reads = 0;
   for (int64_t t = 1; t <= 1000; ++t) tc.after_poll(t * kMs / 10 * 10);  // a poll every ms for 1 s
-  // The holder about every 2 ms; the released thread about every 100 ms.
-  CHECK(src.reads >= 480);
-  CHECK(src.reads <= 520);
-  src.reads = 0;
+  // The holder about every 4 ms; the released thread about every 100 ms.
+  CHECK(src.reads >= 240);
+  CHECK(src.reads <= 270);
+  // A change is read at the end of the poll that saw it, unless the thread was read less than 1 ms before.
+  src.reads_of.clear();
   tc.role_changed(1, GilRole::kWaiting, 1000 * kMs);
-  tc.after_poll(1000 * kMs + 500'000);
-  CHECK(src.reads == 1);
+  tc.after_poll(1001 * kMs + 500'000);
+  CHECK(src.reads_of[1] == 1);
+  tc.role_changed(1, GilRole::kReleased, 1001 * kMs + 600'000);
+  tc.after_poll(1002 * kMs);
+  CHECK(src.reads_of[1] == 1);  // too soon: left for a later poll
+  tc.after_poll(1003 * kMs);
+  CHECK(src.reads_of[1] == 2);
   std::vector<raw::ThreadSwitches> sw;
   samples(q, &sw);
   CHECK(sw.size() >= 2);  // each thread's first status read at once (a token each), then about every second
