@@ -12,8 +12,9 @@ namespace gilspy::raw {
 
 // The values of one "C" line after its scheduler figures: at most this many counters per thread. A thread's
 // counters are one perf group, which the PMU must count all at once, so a group holds a few hardware events
-// at most anyway.
-inline constexpr size_t kMaxCounterValues = 12;
+// at most anyway; and every record kind is as large as the largest (raw::Record is a variant crossing a
+// preallocated queue), so the values are kept to the four software events and four hardware ones.
+inline constexpr size_t kMaxCounterValues = 8;
 
 enum class CounterKind : uint8_t {
   kUnknown,  // a name this gilspy does not know (a newer writer): its values are read and left alone

@@ -292,6 +292,7 @@ struct PerfOpener::Impl {
     PerfGroup& g = s.group(c.slot);
     if (g.is_open()) close_group(s, c.slot);  // a close still queued behind: the slot is reused
     const int error = g.open(c.tid, s.kinds());
+    if (error == ESRCH) return true;  // it ended meanwhile: nothing was lost
     if (error != 0) {
       note_failure(perf_open_failure(s.kinds().front(), error));
       return true;
@@ -321,6 +322,10 @@ struct PerfOpener::Impl {
     }
     // Opens in the order asked; those of threads gone by now are skipped without cost.
     while (!waiting.empty() && try_open(waiting.front())) waiting.pop_front();
+    // Held back (rate, descriptors): what waits is only the threads still alive, or churn would grow it.
+    if (!waiting.empty()) {
+      std::erase_if(waiting, [](const Command& c) { return c.slots->current_generation(c.slot) != c.generation; });
+    }
   }
 
   void run() {

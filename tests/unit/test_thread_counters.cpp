@@ -365,8 +365,8 @@ TEST_CASE("perf: the opener opens a group for a thread, publishes it, and skips 
     MESSAGE("task-clock cannot be counted here: skipped");
     return;
   }
-  PerfOpener opener(64);
   PerfSlots slots(kinds, 4);
+  PerfOpener opener(64);  // after the slots: stopped before they go (its commands point at them)
   const int32_t tid = static_cast<int32_t>(::syscall(SYS_gettid));
   slots.set_wanted(0, 1);
   opener.request_open(slots, 0, 1, tid);
