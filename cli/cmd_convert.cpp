@@ -2,26 +2,56 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "cli/commands.hpp"
-#include "convert/chrome_trace.hpp"
 #include "base/error.hpp"
 #include "base/terminal_text.hpp"
+#include "cli/commands.hpp"
+#include "convert/chrome_trace.hpp"
+#include "convert/merge_trace.hpp"
 
 namespace gilspy::cli {
 namespace {
+
+void print_input_lines(const convert::ConvertReport& report);
+void print_input_warnings(const convert::ConvertReport& report);
+
+// "2024-07-15 10:52:38.123 UTC" for ns since the epoch.
+std::string utc_text(int64_t ns) {
+  const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char text[64];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03} UTC", text, (ns / 1'000'000) % 1000);
+}
 
 struct ConvertOptions {
   std::vector<std::string> inputs;
   std::string output;
   std::string file_mode = "0600";
   bool salvage = false;
+  std::string merge_into;            // a framework profiler's trace to add the GIL lanes to
+  std::vector<std::string> pid_map;  // GILPID:TRACEPID
+  std::string pid_namespace;         // "target" | "host" | "" (convert: host; merge: target's, then host's)
 };
 
+std::optional<convert::PidNamespace> pid_namespace_option(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text == "target") return convert::PidNamespace::kTarget;
+  if (text == "host") return convert::PidNamespace::kHost;
+  throw Error(ErrorKind::kUsage, "--pid-namespace takes target or host, not '" + text + "'");
+}
+
+int run_merge(const ConvertOptions& o);
+
 int run_convert(const ConvertOptions& o) {
+  if (!o.merge_into.empty()) return run_merge(o);
+  if (!o.pid_map.empty()) throw Error(ErrorKind::kUsage, "--pid-map is for --merge-into");
   std::string output = o.output;
   if (output.empty()) {
     if (o.inputs.size() != 1) {
@@ -32,11 +62,23 @@ int run_convert(const ConvertOptions& o) {
   const mode_t mode = parse_file_mode_option(o.file_mode);
   convert::ConvertReport report;
   try {
-    report = convert::convert_to_chrome_trace(o.inputs, output, {.mode = mode, .salvage = o.salvage});
+    report = convert::convert_to_chrome_trace(
+        o.inputs, output,
+        {.mode = mode,
+         .salvage = o.salvage,
+         .pid_namespace = pid_namespace_option(o.pid_namespace).value_or(convert::PidNamespace::kHost)});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kCorrupt) throw;
     throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
   }
+  print_input_lines(report);
+  fmt::print("wrote {} ({} events)\n", escape_for_terminal(report.output), report.events_written);
+  std::fflush(stdout);
+  print_input_warnings(report);
+  return 0;
+}
+
+void print_input_lines(const convert::ConvertReport& report) {
   for (const auto& in : report.inputs) {
     const auto& m = in.meta;
     // The file's text came from a target (or anyone who wrote the file): escaped on the way to the terminal.
@@ -48,8 +90,9 @@ int run_convert(const ConvertOptions& o) {
       line += fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", escape_for_terminal(in.problem));
     fmt::print("{}\n", line);
   }
-  fmt::print("wrote {} ({} events)\n", escape_for_terminal(report.output), report.events_written);
-  std::fflush(stdout);
+}
+
+void print_input_warnings(const convert::ConvertReport& report) {
   for (const auto& in : report.inputs) {
     if (in.complete) continue;
     if (in.corrupt) {
@@ -65,6 +108,62 @@ int run_convert(const ConvertOptions& o) {
         "gilspy: warning: {} is an unfinished recording; recovered and converted its {} complete events{}\n",
         escape_for_terminal(in.path), in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
   }
+}
+
+// --merge-into TRACE: the GIL lanes into a profiler's trace (convert/merge_trace.hpp).
+int run_merge(const ConvertOptions& o) {
+  if (o.output.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "with --merge-into, name the merged trace with -o/--output (.json or .json.gz)");
+  }
+  convert::MergeOptions mo{.trace = o.merge_into,
+                           .pid_map = {},
+                           .pid_namespace = pid_namespace_option(o.pid_namespace),
+                           .mode = parse_file_mode_option(o.file_mode),
+                           .salvage = o.salvage};
+  for (const auto& item : o.pid_map) mo.pid_map.push_back(convert::parse_pid_map(item));
+  convert::MergeReport report;
+  try {
+    report = convert::merge_into_trace(o.inputs, o.output, mo);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kCorrupt) throw;
+    throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
+  }
+  print_input_lines(report.convert);
+  const auto trace = escape_for_terminal(o.merge_into);
+  for (size_t i = 0; i < report.merged.size(); ++i) {
+    const auto& in = report.convert.inputs[i];
+    const auto& mi = report.merged[i];
+    if (mi.matched) {
+      fmt::print("  GIL lanes of pid {} in process {} of {}{}\n", in.meta.pid, in.trace_pid, trace,
+                 mi.matched_by == "ns_pid"      ? " (its pid in its own PID namespace)"
+                 : mi.matched_by == "--pid-map" ? " (--pid-map)"
+                                                : "");
+    } else {
+      fmt::print(
+          stderr,
+          "gilspy: warning: pid {} of {} is no process of {}: added as a process of its own (pid {}); if "
+          "the profiler saw it under another pid, name it with --pid-map {}:TRACEPID\n",
+          in.meta.pid, escape_for_terminal(in.path), trace, in.trace_pid, in.meta.pid);
+    }
+    if (!mi.overlaps) {
+      fmt::print(
+          stderr,
+          "gilspy: warning: the recording of pid {} ({:.3f} s from {}) does not overlap the events of {} "
+          "({}): its lanes are elsewhere on the timeline\n",
+          in.meta.pid, static_cast<double>(mi.end_ns - mi.start_ns) / 1e9, utc_text(mi.start_ns), trace,
+          report.trace_start_ns < report.trace_end_ns
+              ? fmt::format("{} to {}", utc_text(report.trace_start_ns), utc_text(report.trace_end_ns))
+              : std::string("none with a time"));
+    }
+  }
+  fmt::print(
+      "wrote {} ({}{} profiler events kept, {} GIL events added; times on {})\n",
+      escape_for_terminal(report.convert.output), report.output_gzip ? "gzip, " : "", report.trace_events,
+      report.convert.events_written,
+      report.absolute_times ? "the epoch (the trace has no baseTimeNanoseconds)" : "its baseTimeNanoseconds");
+  std::fflush(stdout);
+  print_input_warnings(report.convert);
   return 0;
 }
 
@@ -84,7 +183,12 @@ Runner add_convert_command(CLI::App& app) {
       "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
       "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
       "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only if\n"
-      "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.");
+      "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.\n"
+      "Several ranks come out in rank order. --merge-into TRACE adds the GIL lanes to a PyTorch profiler\n"
+      "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip) or Ascend's trace_view.json instead: the\n"
+      "profiler's events and members are kept as they are, the lanes go into the process of the recording's\n"
+      "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map GILPID:TRACEPID\n"
+      "when the profiler saw another pid.");
   cmd->add_option("-i,--input", opts->inputs,
                   "Raw recording to convert; repeat to merge several (e.g. one per rank)")
       ->required()
@@ -98,6 +202,23 @@ Runner add_convert_command(CLI::App& app) {
                 "Convert a corrupt input up to its damage (and say how much was lost) instead of refusing it");
   cmd->add_option("--file-mode", opts->file_mode, "Permissions of the output, octal (default 0600)")
       ->type_name("MODE");
+  cmd->add_option(
+         "--merge-into", opts->merge_into,
+         "A PyTorch profiler (Kineto) trace, .json or .json.gz, or Ascend's trace_view.json: write it to -o "
+         "with the GIL lanes added to the process of each recording's pid (.gz output: gzip)")
+      ->type_name("TRACE");
+  cmd->add_option(
+         "--pid-map", opts->pid_map,
+         "With --merge-into: a recording's pid and the trace's pid of the same process when they differ "
+         "(a container, another host); repeat or comma-separate")
+      ->delimiter(',')
+      ->type_name("GILPID:TRACEPID");
+  cmd->add_option(
+         "--pid-namespace", opts->pid_namespace,
+         "For a target in a container: show its own pid and tids (target, as the program and a profiler "
+         "inside the container see them) or gilspy's (host). Default: host; with --merge-into, whichever "
+         "the trace has, the target's first")
+      ->type_name("target|host");
   return [opts] { return run_convert(*opts); };
 }
 

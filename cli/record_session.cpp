@@ -12,6 +12,7 @@
 #include "cli/child_watch.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
+#include "cli/record_json.hpp"
 #include "cli/record_summary.hpp"
 #include "cli/session.hpp"
 #include "cli/status_sink.hpp"
@@ -71,7 +72,9 @@ int run_record(const RecordOptions& o) {
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;
+  RecordJsonSink json_lines(session);
   RawFileSink files(o.output_dir, !o.no_trace, o.file_mode, [&](const FinishedTarget& done) {
+    if (o.json) return json_lines.finished_target(done);
     if (stdout_gone) return;
     try {
       print_target_summary(done,
@@ -86,6 +89,7 @@ int run_record(const RecordOptions& o) {
   session.add_sink(files);
   ChildWatchSink children;
   session.add_sink(children);
+  if (o.json) session.add_sink(json_lines);
 
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
   const SessionOutcome outcome = session.run();
@@ -93,8 +97,17 @@ int run_record(const RecordOptions& o) {
   for (const SessionTarget* t : session.targets()) recorded.push_back(t->pid);
   const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched);
   if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());  // never throws
-  const ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
+  ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
+  // A pid asked for and not recorded (named at the start) is not a recording that ended as asked.
+  std::string not_recorded;
+  for (const auto& s : session.skipped()) {
+    if (s.named) not_recorded += fmt::format("{}pid {}", not_recorded.empty() ? "" : ", ", s.pid);
+  }
+  if (!not_recorded.empty() && exit.code == 0 && !outcome.launched) {
+    exit = {1, fmt::format("{} could not be recorded (said above); the files hold the others", not_recorded)};
+  }
   if (!exit.message.empty()) std::fprintf(stderr, "gilspy: %s\n", exit.message.c_str());  // never throws
+  if (o.json) json_lines.print_finished(exit.code, exit.message, outcome);
   return exit.code;
 }
 

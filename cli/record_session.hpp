@@ -27,6 +27,7 @@ struct RecordOptions {
   Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
   bool follow = true;
   bool accelerator_only = false;
+  bool json = false;  // machine-readable results on stdout (record_json.hpp) instead of the summary
   std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
 };
 

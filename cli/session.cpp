@@ -26,6 +26,7 @@
 #include "cli/launch.hpp"
 #include "cli/process_discovery.hpp"
 #include "sampler/attach.hpp"
+#include "sampler/ns_tids.hpp"
 #include "sampler/task_syscall.hpp"
 
 namespace gilspy::cli {
@@ -44,14 +45,25 @@ struct Target {
   TargetCounters counters;  // scheduler figures and perf counters per thread (counter_setup.hpp)
 };
 
+// The target's RANK, else its LOCAL_RANK (launchers that set only that one), else 0.
 int64_t rank_of(pid_t pid) {
-  const auto value = process_env_var(pid, "RANK");
-  if (!value) return 0;
-  try {
-    return std::stoll(*value);
-  } catch (const std::exception&) {
-    return 0;
+  for (const char* name : {"RANK", "LOCAL_RANK"}) {
+    const auto value = process_env_var(pid, name);
+    if (!value) continue;
+    try {
+      return std::stoll(*value);
+    } catch (const std::exception&) {
+      continue;  // not a number: as if unset
+    }
   }
+  return 0;
+}
+
+// The target's pid in its own PID namespace (the last number of NSpid), when that is not ours; else 0.
+int64_t namespace_pid_of(pid_t pid) {
+  const auto status = read_proc_file("/proc/" + std::to_string(pid) + "/status");
+  const int32_t ns = status ? sampler::innermost_nspid(*status) : 0;
+  return ns != 0 && ns != pid ? ns : 0;
 }
 
 // "MainThread" for the main thread, "thread <tid>" (+ " (<comm>)" when the OS name says more) otherwise.
@@ -103,6 +115,7 @@ struct Session::Impl {
   std::set<std::string> settled;
   std::map<std::string, int64_t> not_ready_since;
   bool discovery_full = false;  // the poll loop's target table is full: nothing more is added
+  std::vector<SkippedTarget> skipped;
   // Declared after `targets`, so that its thread is stopped before the targets' perf groups are destroyed.
   SessionCounters counters;
 
@@ -149,10 +162,34 @@ void Session::Impl::attach() {
       throw;
     }
   } else {
+    // One pid: its error is the session's. Of several, one that cannot be recorded (gone, not Python, no
+    // permission) is named once and skipped, and the others are recorded; when none can be, that is the
+    // error.
+    std::vector<std::pair<int, Error>> failed;
     for (const int pid : options.pids) {
+      auto reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
+      sampler::Interpreter interp;
+      try {
+        interp = sampler::attach(pid, *reader, {.timeout_s = 2.0, .retry_interval_s = 0.01});
+        apply_version_policy(interp, options.strict_version);
+      } catch (const Error& e) {
+        if (options.pids.size() == 1) throw;
+        failed.emplace_back(pid, e);
+        continue;
+      }
       Target& t = add_target(pid);
-      t.interp = sampler::attach(pid, *t.reader, {.timeout_s = 2.0, .retry_interval_s = 0.01});
-      apply_version_policy(t.interp, options.strict_version);
+      t.reader = std::move(reader);
+      t.interp = std::move(interp);
+    }
+    if (!failed.empty() && targets.empty()) {
+      std::string why;
+      for (const auto& [pid, e] : failed)
+        why += fmt::format("{}pid {}: {}", why.empty() ? "" : "; ", pid, e.what());
+      throw Error(failed.front().second.kind(), "none of the pids given can be recorded: " + why);
+    }
+    for (const auto& [pid, e] : failed) {
+      skipped.push_back({pid, escape_for_terminal(e.what()), true});
+      note(fmt::format("pid {} is not recorded: {}; the others are", pid, escape_for_terminal(e.what())));
     }
   }
   for (const auto& t : targets) {
@@ -180,6 +217,7 @@ Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_s
     }
     settled.insert(key);
     not_ready_since.erase(key);
+    skipped.push_back({pid, escape_for_terminal(e.what()), false});
     note(fmt::format("pid {} ({}) is not recorded: {}", pid, escape_for_terminal(process_command_line(pid)),
                      escape_for_terminal(e.what())));
     return nullptr;
@@ -242,6 +280,7 @@ std::vector<Target*> Session::Impl::discover(bool first_scan) {
 void Session::Impl::prepare_target(Target& t) {
   SessionTarget& i = t.info;
   i.rank = rank_of(i.pid);
+  i.ns_pid = namespace_pid_of(i.pid);
   i.process_comm = thread_comm(i.pid, i.pid);
   if (launch_mode() && i.pid == child) {
     for (const auto& a : options.command) i.command += (i.command.empty() ? "" : " ") + a;
@@ -327,6 +366,10 @@ asio::io_context& Session::io_context() {
 
 void Session::request_stop() {
   impl_->stop = true;
+}
+
+const std::vector<SkippedTarget>& Session::skipped() const {
+  return impl_->skipped;
 }
 
 std::vector<const SessionTarget*> Session::targets() const {

@@ -52,6 +52,14 @@ struct SessionOptions {
   std::vector<raw::CounterKind> counters;
 };
 
+// A process that was to be recorded and is not: a pid of several named (-p) that cannot be read (gone, not
+// Python, no permission), or one found by the session (refused once). The reason is printable (escaped).
+struct SkippedTarget {
+  pid_t pid = 0;
+  std::string reason;
+  bool named = false;  // given with -p (else found)
+};
+
 // How a session ended, for the exit policy.
 struct SessionOutcome {
   sampler::StopReason reason = sampler::StopReason::kStopped;
@@ -75,6 +83,8 @@ class Session {
 
   void add_sink(Sink& sink);  // before run(); the sink outlives the session's run()
   std::vector<const SessionTarget*> targets() const;
+  // What was not recorded, in the order it was met (grows while run() finds processes).
+  const std::vector<SkippedTarget>& skipped() const;
 
   // Polls until the duration passes, a terminating signal, request_stop(), or every target is gone; delivers every
   // record; calls every sink's finish() even when polling failed, then rethrows what failed (the drain side's

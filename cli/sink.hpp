@@ -20,7 +20,8 @@ namespace gilspy::cli {
 struct SessionTarget {
   raw::TargetId id = 0;  // what its records are tagged with; never reused in a session
   pid_t pid = 0;
-  int64_t rank = 0;                                  // the target's RANK environment variable, else 0
+  int64_t rank = 0;    // the target's RANK, else LOCAL_RANK, else 0
+  int64_t ns_pid = 0;  // its pid in its own PID namespace (a container) when that differs from pid; else 0
   std::string process_comm;                          // /proc/PID/comm
   std::string command;                               // its command line (launch mode: the command given)
   const sampler::Interpreter* interp = nullptr;      // version, binary, GIL address

@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -19,6 +22,8 @@
 #include "base/error.hpp"
 #include "base/output_file.hpp"
 #include "convert/counter_tracks.hpp"
+#include "convert/input_events.hpp"
+#include "convert/namespace_lanes.hpp"
 #include "gilspy_version.hpp"
 #include "raw/summary.hpp"
 
@@ -27,16 +32,56 @@ namespace {
 
 using nlohmann::json;
 
+// Integers and the text around them, without a format string to parse: these run for every event, and a
+// convert writes millions of them (bench/convert_bench.py).
+void append_int(fmt::memory_buffer& out, int64_t v) {
+  const fmt::format_int text(v);
+  out.append(text.data(), text.data() + text.size());
+}
+
+// The same, straight into memory the caller reserved (at most 21 bytes for an integer, 22 for microseconds).
+char* put(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+char* put_int(char* p, int64_t v) {
+  const fmt::format_int text(v);
+  return put(p, std::string_view(text.data(), text.size()));
+}
+char* put_us(char* p, int64_t ns) {
+  const bool negative = ns < 0;
+  const uint64_t a = negative ? uint64_t{0} - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  if (negative) *p++ = '-';
+  const fmt::format_int whole(a / 1000);
+  p = put(p, std::string_view(whole.data(), whole.size()));
+  const auto r = static_cast<unsigned>(a % 1000);
+  *p++ = '.';
+  *p++ = static_cast<char>('0' + r / 100);
+  *p++ = static_cast<char>('0' + r / 10 % 10);
+  *p++ = static_cast<char>('0' + r % 10);
+  return p;
+}
+
 void append_us(fmt::memory_buffer& out, int64_t ns) {
   // Integer arithmetic: a double would lose the nanoseconds of a large offset.
   const bool negative = ns < 0;
   const uint64_t a = negative ? uint64_t{0} - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  fmt::format_to(std::back_inserter(out), "{}{}.{:03}", negative ? "-" : "", a / 1000, a % 1000);
+  if (negative) out.push_back('-');
+  const fmt::format_int whole(a / 1000);
+  out.append(whole.data(), whole.data() + whole.size());
+  const auto r = static_cast<unsigned>(a % 1000);
+  const char frac[4] = {'.', static_cast<char>('0' + r / 100), static_cast<char>('0' + r / 10 % 10),
+                        static_cast<char>('0' + r % 10)};
+  out.append(frac, frac + 4);
 }
 
 // The double a JSON reader gets for the text append_us writes: the nearest double to the decimal, as
-// JavaScript's JSON.parse and strtod round it (std::from_chars rounds the same way).
+// JavaScript's JSON.parse and strtod round it (std::from_chars rounds the same way). Below 2^53 ns, ns and
+// 1000 are exact doubles and IEEE division rounds their quotient, the same real number as the text, the same
+// way: no text needed (tests/unit/test_convert_jobs.cpp checks the two agree).
 double reader_us(int64_t ns) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
   fmt::memory_buffer text;
   append_us(text, ns);
   double value = 0;
@@ -51,12 +96,12 @@ std::string json_string(const std::string& s) {
 // The output file: events are formatted into a buffer that goes out in large writes. Created unnamed (or under a
 // random name) in the output's folder and given the output's name only when complete (base/output_file.hpp);
 // destroyed before that, it leaves nothing behind.
-class TraceFile {
+class TraceFile final : public EventOutput {
  public:
   TraceFile(const std::string& path, mode_t mode) : file_(OutputFile::temporary(path, mode)) {}
 
-  fmt::memory_buffer& buf() { return buf_; }
-  void maybe_drain() {
+  fmt::memory_buffer& buf() override { return buf_; }
+  void maybe_drain() override {
     if (buf_.size() >= (1 << 16)) drain();
   }
   void drain() {
@@ -76,7 +121,12 @@ class TraceFile {
 // Writes trace events, one a line, into the traceEvents array.
 class EventWriter {
  public:
-  explicit EventWriter(TraceFile& file) : file_(file) {}
+  // `count`: events already in the array (a separator goes before the next). With a placement, every lane's
+  // tid and name go through it (convert/lane_placement.hpp); with ts_as_string, ts is written as a JSON
+  // string.
+  explicit EventWriter(EventOutput& file, size_t count = 0, LanePlacement* placement = nullptr,
+                       bool ts_as_string = false)
+      : file_(file), count_(count), placement_(placement), ts_as_string_(ts_as_string) {}
 
   size_t count() const { return count_; }
 
@@ -84,30 +134,63 @@ class EventWriter {
   // (reader_safe_dur_ns). `args` is empty or already JSON object text.
   void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
              std::string_view args = {}) {
+    const int64_t dur = reader_safe_dur_ns(start_ns, end_ns);
+    const int64_t lane_tid = lane(tid);
     auto& b = begin();
-    fmt::format_to(std::back_inserter(b), R"({{"ph":"X","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)",
-                   name, pid, tid);
-    append_us(b, start_ns);
-    b.append(std::string_view(R"(,"dur":)"));
-    append_us(b, reader_safe_dur_ns(start_ns, end_ns));
-    if (!args.empty()) fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
+    // Written in place: the fixed text, two integers, two times and the name and args are bounded by this.
+    const size_t at = b.size();
+    b.resize(at + 170 + name.size() + args.size());
+    char* p = b.data() + at;
+    p = put(p, R"({"ph":"X","cat":"gil","name":")");
+    p = put(p, name);
+    p = put(p, R"(","pid":)");
+    p = put_int(p, pid);
+    p = put(p, R"(,"tid":)");
+    p = put_int(p, lane_tid);
+    p = put(p, R"(,"ts":)");
+    p = put_ts(p, start_ns);
+    p = put(p, R"(,"dur":)");
+    p = put_us(p, dur);
+    if (!args.empty()) {
+      p = put(p, R"(,"args":)");
+      p = put(p, args);
+    }
+    b.resize(static_cast<size_t>(p - b.data()));
     end();
   }
   // "I", not "i": the DevTools trace engine keeps only "I" instants on a thread's track, MindStudio Insight
   // reads only "I"; Perfetto reads both.
   void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts) {
+    const int64_t lane_tid = lane(tid);
     auto& b = begin();
-    fmt::format_to(std::back_inserter(b),
-                   R"({{"ph":"I","s":"t","cat":"gil","name":"{}","pid":{},"tid":{},"ts":)", name, pid, tid);
-    append_us(b, ts);
+    const size_t at = b.size();
+    b.resize(at + 140 + name.size());
+    char* p = b.data() + at;
+    p = put(p, R"({"ph":"I","s":"t","cat":"gil","name":")");
+    p = put(p, name);
+    p = put(p, R"(","pid":)");
+    p = put_int(p, pid);
+    p = put(p, R"(,"tid":)");
+    p = put_int(p, lane_tid);
+    p = put(p, R"(,"ts":)");
+    p = put_ts(p, ts);
+    b.resize(static_cast<size_t>(p - b.data()));
     end();
   }
   void counter(std::string_view name, int64_t pid, int64_t ts, std::string_view key, uint64_t value) {
     auto& b = begin();
-    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"gil","name":"{}","pid":{},"tid":0,"ts":)",
-                   name, pid);
-    append_us(b, ts);
-    fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
+    b.append(std::string_view(R"({"ph":"C","cat":"gil","name":")"));
+    b.append(name);
+    b.append(std::string_view(R"(","pid":)"));
+    append_int(b, pid);
+    b.append(std::string_view(R"(,"tid":0,"ts":)"));
+    append_ts(b, ts);
+    b.append(std::string_view(R"(,"args":{")"));
+    b.append(key);
+    b.append(std::string_view(R"(":)"));
+    const fmt::format_int v(value);
+    b.append(v.data(), v.data() + v.size());
+    b.append(std::string_view("}"));
     end();
   }
   // A counter on a thread's behalf; `args` is JSON object text (several values: one track each in Perfetto).
@@ -124,11 +207,22 @@ class EventWriter {
                 std::string_view value) {
     auto& b = begin();
     fmt::format_to(std::back_inserter(b), R"({{"ph":"M","name":"{}","pid":{},"tid":{},"ts":)", name, pid,
-                   tid);
-    append_us(b, ts);
-    fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, value);
+                   lane(tid));
+    append_ts(b, ts);
+    std::string placed;  // a lane's name and sort index as the placement has them
+    if (placement_ != nullptr && name == "thread_name")
+      placed = placement_->lane_name(tid, std::string(value));
+    if (placement_ != nullptr && name == "thread_sort_index") {
+      placed = placement_->lane_sort_index(tid, std::string(value));
+    }
+    fmt::format_to(std::back_inserter(b), R"(,"args":{{"{}":{}}})", key, placed.empty() ? value : placed);
     end();
   }
+  // A thread's T record, for the placement (before its lane is named).
+  void thread_seen(int64_t tid, int64_t ns_tid, const std::string& name) {
+    if (placement_ != nullptr) placement_->thread_seen(tid, ns_tid, name);
+  }
+  bool process_metadata() const { return placement_ == nullptr || placement_->process_metadata(); }
 
  private:
   fmt::memory_buffer& begin() {
@@ -141,9 +235,23 @@ class EventWriter {
     file_.buf().push_back('}');
     file_.maybe_drain();
   }
+  int64_t lane(int64_t tid) { return placement_ != nullptr ? placement_->lane_tid(tid) : tid; }
+  char* put_ts(char* p, int64_t ns) const {
+    if (ts_as_string_) *p++ = '"';
+    p = put_us(p, ns);
+    if (ts_as_string_) *p++ = '"';
+    return p;
+  }
+  void append_ts(fmt::memory_buffer& b, int64_t ns) {
+    if (ts_as_string_) b.push_back('"');
+    append_us(b, ns);
+    if (ts_as_string_) b.push_back('"');
+  }
 
-  TraceFile& file_;
+  EventOutput& file_;
   size_t count_ = 0;
+  LanePlacement* placement_ = nullptr;
+  bool ts_as_string_ = false;
 };
 
 // Thrown from on_meta in the first pass, to stop reading once the metadata is known.
@@ -188,7 +296,14 @@ class InputConverter {
     report_.meta = m;
     offset_ns_ = m.realtime_ns - base_ns_;
     pid_ = report_.trace_pid;
-    const std::string name = fmt::format("python {} pid {} rank {}", m.python_version, m.pid, m.rank);
+    if (!out_.process_metadata()) return;  // another program's process (a merge): named already
+    std::string name = fmt::format("python {} pid {} rank {}", m.python_version,
+                                   report_.namespace_ids ? m.ns_pid : m.pid, m.rank);
+    // A container's process: the other pid beside it, so that either view finds it.
+    if (report_.namespace_ids)
+      name += fmt::format(" (pid {} on the host)", m.pid);
+    else if (m.ns_pid != 0)
+      name += fmt::format(" (pid {} in its PID namespace)", m.ns_pid);
     std::string labels = fmt::format("rank {}", m.rank);
     if (!m.hostname.empty()) labels += ", host " + m.hostname;
     out_.metadata("process_name", pid_, 0, offset_ns_, "name", json_string(name));
@@ -200,6 +315,7 @@ class InputConverter {
     summary_.add(r);
     std::visit(raw::overloaded{
                    [&](const raw::ThreadStart& x) {
+                     out_.thread_seen(x.tid, x.ns_tid, x.name);
                      Lane& l = lane(x.tid);
                      std::string name = x.name.empty() ? fmt::format("thread {}", x.tid) : x.name;
                      // A container's own id of the thread, as its profiler's trace names it.
@@ -365,14 +481,38 @@ class InputConverter {
 
 }  // namespace
 
+json write_input_events(EventOutput& out, size_t& events, ConvertInputReport& report, int64_t base_ns,
+                        const InputEventsOptions& options) {
+  EventWriter writer(out, events, options.placement, options.ts_as_string);
+  std::ifstream in = open_input(report.path);
+  InputConverter conv(writer, report, base_ns);
+  const raw::ReadResult result = raw::read(
+      in, report.path, [&](const raw::Meta& m) { conv.on_meta(m); },
+      [&](const raw::Record& rec) { conv.on_record(rec); }, {.salvage = options.salvage});
+  json entry = conv.finish(result);
+  report.events = writer.count() - events;
+  events = writer.count();
+  entry["trace_events"] = report.events;
+  return entry;
+}
+
+raw::Meta read_input_meta(const std::string& path) {
+  return read_meta(path);
+}
+
 int64_t reader_safe_dur_ns(int64_t start_ns, int64_t end_ns) {
   int64_t dur = end_ns - start_ns;
   if (dur <= 0) return dur;
   const double start = reader_us(start_ns);
   const double end = reader_us(end_ns);
   // One step (1 ns = 0.001 us) is far above the rounding error of a sum of doubles below ~1e12 us, so this
-  // runs once or twice; it ends at dur 0 at the latest, where start <= end holds.
-  while (dur > 0 && start + reader_us(dur) > end) --dur;
+  // runs once or twice; it ends at dur 0 at the latest, where start <= end holds. Times on the epoch itself
+  // (absolute µs, ~1.7e15: a trace without baseTimeNanoseconds) have doubles 0.25 µs apart: steps of half
+  // that.
+  if (start + reader_us(dur) <= end) return dur;  // nearly always
+  const int64_t step =
+      std::max<int64_t>(1, static_cast<int64_t>((std::nextafter(end, HUGE_VAL) - end) * 500));
+  while (dur > 0 && start + reader_us(dur) > end) dur = std::max<int64_t>(0, dur - step);
   return dur;
 }
 
@@ -404,14 +544,22 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
   report.output = output;
 
   // Pass 1: every input's metadata (a file that is not a recording fails here, before any output exists).
-  std::set<int64_t> pids_used;
   for (const auto& path : inputs) {
     ConvertInputReport r;
     r.path = path;
     r.meta = read_meta(path);
-    r.trace_pid = r.meta.pid;
-    while (!pids_used.insert(r.trace_pid).second) r.trace_pid += kPidOffset;
     report.inputs.push_back(std::move(r));
+  }
+  // Ranks in order (GIL_*_rank_*.json in any order): the processes appear so, and sort so
+  // (process_sort_index).
+  std::stable_sort(
+      report.inputs.begin(), report.inputs.end(),
+      [](const ConvertInputReport& a, const ConvertInputReport& b) { return a.meta.rank < b.meta.rank; });
+  std::set<int64_t> pids_used;
+  for (auto& r : report.inputs) {
+    r.namespace_ids = options.pid_namespace == PidNamespace::kTarget && r.meta.ns_pid != 0;
+    r.trace_pid = r.namespace_ids ? r.meta.ns_pid : r.meta.pid;
+    while (!pids_used.insert(r.trace_pid).second) r.trace_pid += kPidOffset;
   }
   report.base_time_ns = report.inputs.front().meta.realtime_ns;
   for (const auto& r : report.inputs) report.base_time_ns = std::min(report.base_time_ns, r.meta.realtime_ns);
@@ -419,21 +567,14 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
   // Pass 2: stream the events.
   TraceFile file(output, options.mode);
   file.buf().append(std::string_view("{\"traceEvents\":[\n"));
-  EventWriter events(file);
+  size_t events = 0;
   json other_inputs = json::array();
   for (auto& r : report.inputs) {
-    std::ifstream in = open_input(r.path);
-    InputConverter conv(events, r, report.base_time_ns);
-    const size_t before = events.count();
-    const raw::ReadResult result = raw::read(
-        in, r.path, [&](const raw::Meta& m) { conv.on_meta(m); },
-        [&](const raw::Record& rec) { conv.on_record(rec); }, {.salvage = options.salvage});
-    json entry = conv.finish(result);
-    r.events = events.count() - before;
-    entry["trace_events"] = r.events;
-    other_inputs.push_back(std::move(entry));
+    std::unique_ptr<LanePlacement> lanes = r.namespace_ids ? namespace_placement() : nullptr;
+    other_inputs.push_back(write_input_events(file, events, r, report.base_time_ns,
+                                              {.salvage = options.salvage, .placement = lanes.get()}));
   }
-  report.events_written = events.count();
+  report.events_written = events;
 
   const json other = {
       {"gilspy_version", kGilspyVersion},

@@ -63,6 +63,7 @@ struct ConvertInputReport {
   uint64_t damage_offset = 0;  // when corrupt: where reading stopped (byte from 0)
   uint64_t unread_lines = 0;   // when corrupt: lines after it that were not converted
   bool summary_rebuilt = false;  // the file had no summary; rebuilt from its events
+  bool namespace_ids = false;    // shown with its target's own pid and tids (--pid-namespace target)
 };
 
 struct ConvertReport {
@@ -72,16 +73,22 @@ struct ConvertReport {
   int64_t base_time_ns = 0;  // baseTimeNanoseconds
 };
 
+// Which pid and tids a container's recording shows (its meta has ns_pid): the host's, as gilspy saw them, or
+// the target's own namespace's (NSpid), as the program and a profiler inside the container saw them.
+enum class PidNamespace { kHost, kTarget };
+
 struct ConvertOptions {
   mode_t mode = kDefaultOutputMode;  // of the output (base/output_file.hpp)
   bool salvage = false;              // convert a corrupt input up to its damage instead of refusing it
+  PidNamespace pid_namespace = PidNamespace::kHost;
 };
 
-// Converts and merges `inputs` into `output`. Throws Error(kIo) for an input that cannot be opened or an
-// output that cannot be written (or whose name is taken by a link, another user's file, ...), Error(kBadInput)
-// (from raw::read, naming the file and the place) for an input that is not a raw recording, Error(kCorrupt)
-// for one damaged after its start (unless options.salvage); then no output is left behind. A recording cut
-// short is not an error: it is converted as far as it goes and reported with complete == false.
+// Converts and merges `inputs` into `output`, one process per input in rank order (stable: equal ranks keep
+// the order given). Throws Error(kIo) for an input that cannot be opened or an
+// output that cannot be written (or whose name is taken by a link, another user's file, ...),
+// Error(kBadInput) (from raw::read, naming the file and the place) for an input that is not a raw recording,
+// Error(kCorrupt) for one damaged after its start (unless options.salvage); then no output is left behind. A
+// recording cut short is not an error: it is converted as far as it goes and reported with complete == false.
 ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, const std::string& output,
                                       const ConvertOptions& options = {});
 

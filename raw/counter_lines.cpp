@@ -1,5 +1,6 @@
 #include "raw/counter_lines.hpp"
 
+#include <climits>
 #include <cstdint>
 
 namespace gilspy::raw {
@@ -125,6 +126,83 @@ Record counter_record_from_json(const json& a, const std::function<Error(const s
     }
   }
   return r;
+}
+
+namespace {
+
+// A JSON integer at s[i] (no leading zeros, no exponent), within [low, high]; advances i.
+bool take_int(std::string_view s, size_t& i, int64_t low, int64_t high, int64_t& out) {
+  const bool negative = i < s.size() && s[i] == '-';
+  if (negative && low >= 0) return false;  // "-0" too: JSON's -0 is not an unsigned number
+  size_t j = i + (negative ? 1 : 0);
+  if (j >= s.size() || s[j] < '0' || s[j] > '9') return false;
+  if (s[j] == '0' && j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '9') return false;
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (; j < s.size() && s[j] >= '0' && s[j] <= '9'; ++j) {
+    if (++digits > 18) return false;  // past 2^60 either way: the generic path says what is wrong
+    v = v * 10 + static_cast<uint64_t>(s[j] - '0');
+  }
+  if (j < s.size() && (s[j] == '.' || s[j] == 'e' || s[j] == 'E')) return false;
+  const int64_t value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  if (value < low || value > high) return false;
+  out = value;
+  i = j;
+  return true;
+}
+
+bool take(std::string_view s, size_t& i, char c) {
+  if (i >= s.size() || s[i] != c) return false;
+  ++i;
+  return true;
+}
+
+}  // namespace
+
+bool fast_counter_sample(std::string_view s, CounterSample& out) {
+  constexpr std::string_view kHead = R"(["C",)";
+  if (s.substr(0, kHead.size()) != kHead) return false;
+  size_t i = kHead.size();
+  CounterSample r;
+  int64_t flags = 0, slices = 0;
+  if (!take_int(s, i, INT64_MIN + 1, INT64_MAX, r.tid) || !take(s, i, ',') ||
+      !take_int(s, i, -kMaxFigure, kMaxFigure, r.ts) || !take(s, i, ',') ||
+      !take_int(s, i, 0, kMaxFigure, r.dur) || !take(s, i, ',') || !take(s, i, '"') || i >= s.size()) {
+    return false;
+  }
+  switch (s[i++]) {
+    case 'H':
+      r.role = GilRole::kHolding;
+      break;
+    case 'W':
+      r.role = GilRole::kWaiting;
+      break;
+    case 'R':
+      r.role = GilRole::kReleased;
+      break;
+    default:
+      return false;
+  }
+  if (!take(s, i, '"') || !take(s, i, ',') || !take_int(s, i, 0, kMaxFigure, flags) || !take(s, i, ',') ||
+      !take_int(s, i, 0, kMaxFigure, r.cpu_ns) || !take(s, i, ',') ||
+      !take_int(s, i, 0, kMaxFigure, r.run_delay_ns) || !take(s, i, ',') ||
+      !take_int(s, i, 0, kMaxFigure, slices) || !take(s, i, ',') || !take(s, i, '[')) {
+    return false;
+  }
+  r.flags = static_cast<uint8_t>(flags & 0xff);
+  r.slices = static_cast<uint64_t>(slices);
+  if (!take(s, i, ']')) {
+    for (;;) {
+      int64_t v = 0;
+      if (r.count == kMaxCounterValues || !take_int(s, i, 0, kMaxFigure, v)) return false;
+      r.values[r.count++] = static_cast<uint64_t>(v);
+      if (take(s, i, ']')) break;
+      if (!take(s, i, ',')) return false;
+    }
+  }
+  if (!take(s, i, ']') || i != s.size()) return false;
+  out = r;
+  return true;
 }
 
 }  // namespace gilspy::raw

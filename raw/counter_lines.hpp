@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -25,5 +26,10 @@ bool is_counter_kind(const std::string& kind);
 // that is not one of these kinds as written (missing or out-of-range fields). Unknown counter names in a "CD"
 // line read as CounterKind::kUnknown, so a newer writer's counters are skipped, not refused.
 Record counter_record_from_json(const nlohmann::json& a, const std::function<Error(const std::string&)>& bad);
+
+// The fast reader's path for "C" lines, the most numerous of these (about one per hold, wait or release):
+// parsed by hand when `line` is exactly as counter_sample_line() writes it and within the same limits, giving
+// what counter_record_from_json() would; false for anything else, which is then read through nlohmann::json.
+bool fast_counter_sample(std::string_view line, CounterSample& out);
 
 }  // namespace gilspy::raw

@@ -6,11 +6,14 @@
 #include <streambuf>
 #include <string_view>
 #include <cstring>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "base/error.hpp"
 #include "raw/counter_lines.hpp"
+#include "raw/event_line.hpp"
+#include "raw/fast_reader.hpp"
 
 namespace gilspy::raw {
 
@@ -29,7 +32,8 @@ json to_json(const Meta& m) {
               {"clock", {{"monotonic_ns", m.monotonic_ns}, {"realtime_ns", m.realtime_ns}}},
               {"rate_hz", m.rate_hz},
               {"switch_interval_us", m.switch_interval_us},
-              {"gil_addr", m.gil_addr}};
+              {"gil_addr", m.gil_addr},
+              {"ns_pid", m.ns_pid}};  // 0 unless the target runs in another PID namespace
 }
 
 Meta meta_from_json(const json& j) {
@@ -64,8 +68,11 @@ Meta meta_from_json(const json& j) {
     m.rate_hz = need("rate_hz").get<double>();
     m.switch_interval_us = optional_unsigned("switch_interval_us");
     m.gil_addr = optional_unsigned("gil_addr");
+    m.ns_pid = j.contains("ns_pid") ? integer(j.at("ns_pid"), "ns_pid") : 0;
     // Bounded so that what readers compute from them (a trace's time offsets, pid shifts) cannot overflow.
     if (m.pid < 0 || m.pid > INT32_MAX) throw Error(ErrorKind::kBadInput, "meta has a pid out of range");
+    if (m.ns_pid < 0 || m.ns_pid > INT32_MAX)
+      throw Error(ErrorKind::kBadInput, "meta has an ns_pid out of range");
     constexpr int64_t kMaxClockNs = int64_t{1} << 62;  // year 2116
     if (m.monotonic_ns < 0 || m.monotonic_ns > kMaxClockNs || m.realtime_ns < 0 || m.realtime_ns > kMaxClockNs) {
       throw Error(ErrorKind::kBadInput, "meta has a clock anchor out of range");
@@ -160,13 +167,7 @@ void Writer::discard() {
 
 namespace {
 
-// Deeper than anything gilspy writes (the summary's threads are 3 levels down), shallow enough that no reader of
-// the values built from a file (dump, destructors, copies) can run out of stack.
-constexpr int kMaxNesting = 64;
-// Times and durations of events are bounded so that every sum the readers form (ts + dur, a trace's offset +
-// ts, a thread's total hold time) stays far from int64 overflow: 2^60 ns is 36 years.
-constexpr int64_t kMaxEventNs = int64_t{1} << 60;
-constexpr int64_t kMaxTotalDurationNs = int64_t{1} << 62;
+// (kMaxNesting, kMaxEventNs, kMaxTotalDurationNs: raw/event_line.hpp, shared with the fast reader.)
 // The bytes that end the events of every file the Writer finishes (strings inside are escaped, so this cannot
 // occur inside one): a file that has them was finished, whatever happened to it later.
 constexpr std::string_view kEndMarker = R"(["F"]])";
@@ -289,6 +290,8 @@ class SubtreeBuilder {
   bool started_ = false;
 };
 
+}  // namespace
+
 // One event line; nullopt for ["F"], the end of the events. Throws Error(kCorrupt) naming the event.
 std::optional<Record> record_from_json(const json& a, size_t index, const std::string& name) {
   auto bad = [&](const std::string& why) -> Error {
@@ -341,6 +344,8 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
     default: throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
   }
 }
+
+namespace {
 
 class RawSax final : public nlohmann::json_sax<json> {
  public:
@@ -521,8 +526,25 @@ class RawSax final : public nlohmann::json_sax<json> {
 
 ReadResult read(std::istream& in, const std::string& name, const std::function<void(const Meta&)>& on_meta,
                 const std::function<void(const Record&)>& on_record, const ReadOptions& options) {
+  // A file exactly as the Writer writes it (every finished recording) is read line by line (fast_reader.hpp).
+  // Anything else, or anything that path does not vouch for, is read below from the start, skipping what the
+  // fast path delivered already: damage, cuts and salvage are judged in one place.
+  const FastRead fast = read_fast(in, name, on_meta, on_record);
+  if (fast.result) return *fast.result;
+  bool meta_delivered = fast.meta_delivered;
+  size_t records_delivered = fast.records_delivered;
+  const std::function<void(const Meta&)> meta_once = [&](const Meta& m) {
+    if (!std::exchange(meta_delivered, false)) on_meta(m);
+  };
+  const std::function<void(const Record&)> records_after = [&](const Record& r) {
+    if (records_delivered > 0) {
+      --records_delivered;
+    } else {
+      on_record(r);
+    }
+  };
   ReadResult result;
-  RawSax sax(name, on_meta, on_record, result, options.salvage);
+  RawSax sax(name, meta_once, records_after, result, options.salvage);
   ScanningBuffer scanning(in.rdbuf());
   std::istream scanned(&scanning);
   if (scanned.peek() == std::char_traits<char>::eof()) throw Error(ErrorKind::kBadInput, name + " is empty");

@@ -16,7 +16,7 @@ import scenarios_counters
 import scenarios_jobs
 import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
-                     check_trace, main, run_gilspy, single_raw, workload_env, WORKLOADS)
+                     check_trace, main, run_gilspy, run_trace_checker, single_raw, workload_env, WORKLOADS)
 
 
 def one_line_error(out, *needles):
@@ -225,6 +225,32 @@ def scenario_pid_namespace(gilspy, python):
         info = json.loads(run_gilspy(gilspy, "info", "-p", pid, "--json", check_rc=0).stdout)
         check(info["other_pid_namespace"] and {t["ns_tid"] for t in info["threads"]} >= {1},
               f"info does not show namespace tids: {info['threads']}")
+        # Both pids in the file; the trace as the container sees it (--pid-namespace target).
+        check(raw.meta.get("ns_pid") == 1, f"meta has ns_pid {raw.meta.get('ns_pid')}, expected 1")
+        target = os.path.join(d, "target.trace.json")
+        run_gilspy(gilspy, "convert", "-i", single_raw(d), "--pid-namespace", "target", "-o", target, check_rc=0)
+        doc = check_trace(target, raw)
+        check({e["pid"] for e in doc["traceEvents"]} == {1}, "--pid-namespace target: not all in pid 1")
+        lane_tids = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "hold_gil"}
+        check(lane_tids and lane_tids <= set(host_of), f"--pid-namespace target: lanes {lane_tids}, namespace tids {sorted(host_of)}")
+        # A profiler inside the container saw pid 1 and the namespace tids: the merge finds the process by them.
+        start_ns = raw.meta["clock"]["realtime_ns"]
+        base = start_ns // 10**9 * 10**9
+        events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "ts": 0, "args": {"name": "python"}}]
+        for ns_tid in host_of:
+            events.append({"ph": "X", "name": "step", "pid": 1, "tid": ns_tid, "ts": (start_ns - base) / 1000,
+                           "dur": raw.summary["duration_ns"] / 1000})
+        profile = os.path.join(d, "container.pt.trace.json")
+        with open(profile, "w") as f:
+            json.dump({"traceEvents": events, "distributedInfo": {"rank": 0}, "baseTimeNanoseconds": base}, f)
+        merged = os.path.join(d, "merged.json")
+        out = run_gilspy(gilspy, "convert", "-i", single_raw(d), "--merge-into", profile, "-o", merged, check_rc=0)
+        check("its pid in its own PID namespace" in out.stdout, f"merge did not match the namespace pid: {out.stdout}")
+        run_trace_checker("--merged", merged)
+        gil = json.load(open(merged))["traceEvents"][len(events):]
+        names = {e["tid"]: e["args"]["name"] for e in gil if e["ph"] == "M" and e["name"] == "thread_name"}
+        check(all(e["pid"] == 1 for e in gil) and names.get(1_000_000_001) == "GIL 1 (MainThread)",
+              f"merged lanes of the container: {names}")
     finally:
         w.kill()
 
@@ -619,21 +645,46 @@ def scenario_no_permission(gilspy, python):
 
 
 def scenario_python_api(gilspy, python):
-    """The Python API records the process it runs in: start, 2 CPU threads, stop."""
+    """The Python API with the seed's parameters, from inside the recorded process (tests/workloads/python_api.py):
+    pid_list=[itself, a dead pid] with duration=2 records the contention inside its window only, ends by itself
+    and names the dead pid; the defaults (every Python process, until stop) record it too."""
     d = tempfile.mkdtemp(prefix="gilspy-api-")
     out = subprocess.run([python, os.path.join(WORKLOADS, "python_api.py"), d], capture_output=True, text=True,
-                         timeout=60, env=dict(os.environ, GILSPY_BIN=gilspy, PYTHONPATH=WORKLOADS))
+                         timeout=120, env=dict(os.environ, GILSPY_BIN=gilspy, PYTHONPATH=WORKLOADS))
     check(out.returncode == 0, f"python_api.py exited {out.returncode}: {out.stderr}")
     info = json.loads(out.stdout.strip().splitlines()[-1])
-    raw = Raw(info["files"]["raw"])
-    check(raw.meta["pid"] == info["pid"], f"recorded pid {raw.meta['pid']}, expected {info['pid']}")
-    check(raw.summary["stop_reason"] == "SIGINT", f"stop reason {raw.summary['stop_reason']}")
-    for tid in info["cpu"]:
-        check(raw.thread(tid)["holds"] > 10, f"CPU thread {tid}: only {raw.thread(tid)['holds']} holds recorded")
+    pid = info["pid"]
+    # 1. duration=2, pid_list=[pid, dead]: files per pid (JSON keys are strings), the dead one named.
+    timed = info["timed"]
+    check(list(timed) == [str(pid)], f"duration=2 recording: files for {list(timed)}, expected only {pid}")
+    check(str(info["dead"]) in info["timed_skipped"], f"the dead pid {info['dead']} is not named: {info['timed_skipped']}")
+    check(info["timed_exit"] == 1, f"a pid of the list was not recorded: exit {info['timed_exit']}, expected 1")
+    files = timed[str(pid)]
+    raw = Raw(files["raw"])
+    check(raw.meta["pid"] == pid, f"recorded pid {raw.meta['pid']}, expected {pid}")
+    check(raw.summary["stop_reason"] == "duration", f"stop reason {raw.summary['stop_reason']}, expected duration")
+    check(1.9e9 <= raw.summary["duration_ns"] <= 2.3e9, f"duration {raw.summary['duration_ns']} ns for duration=2")
+    for tid in info["inside"]:
+        t = raw.thread(tid)
+        check(t["holds"] > 10 and t["hold_share"] > 0.15 and t["wait_share"] > 0.15,
+              f"CPU thread {tid} inside the window: {t['holds']} holds, held {t['hold_share']:.0%}, "
+              f"waited {t['wait_share']:.0%}")
+    for tid in info["before"] + info["after"]:
+        check(tid not in raw.threads, f"thread {tid} ran outside the recording's window but is in it")
     assert_no_overlapping_holds(raw)
-    check_trace(info["files"]["trace"], raw)
-    # stop() returns the figures too: the raw file's summary.
-    check(info["files"]["summary"] == raw.summary, "stop()'s summary is not the raw file's")
+    check_trace(files["trace"], raw)
+    check(files["summary"] == raw.summary, "stop()'s summary is not the raw file's")
+    check(files["rank"] == 0 and files["stop_reason"] == "duration", f"stop()'s entry: {files}")
+    # 2. The defaults: every Python process, this one among them, until stop.
+    files = info["all"].get(str(pid))
+    check(files is not None, f"pid_list=None did not record this process: {sorted(info['all'])}")
+    raw = Raw(files["raw"])
+    check(raw.summary["stop_reason"] == "SIGINT", f"stop reason {raw.summary['stop_reason']}")
+    for tid in info["inside_all"]:
+        check(raw.thread(tid)["holds"] > 10, f"CPU thread {tid}: only {raw.thread(tid)['holds']} holds recorded")
+    for tid in info["inside"]:
+        check(tid not in raw.threads, f"thread {tid} ended before the second recording but is in it")
+    check_trace(files["trace"], raw)
     # A bad output_dir is the API's own error, not a bare OSError.
     bad = subprocess.run([python, "-c", "import gilspy\ntry:\n    gilspy.gil_trace_record_start(output_dir='/dev/null/x')\n"
                           "except gilspy.GilspyError as e:\n    print('GilspyError:', e)\n"],

@@ -1,13 +1,16 @@
 """Scenarios for whole jobs: `record` with no -p finds every Python process (also those that start while it
 runs, unless --no-follow), and --subprocesses follows a target's children (multiprocessing workers)."""
+import collections
 import glob
+import gzip
 import json
 import os
 import subprocess
 import tempfile
 import time
 
-from harness import WORKLOADS, Failure, Raw, Workload, check, check_trace, find_interpreter, run_gilspy, workload_env
+from harness import (WORKLOADS, Failure, Raw, Workload, check, check_trace, find_interpreter, run_gilspy,
+                     run_trace_checker, single_raw, workload_env)
 
 
 def raw_files(directory):
@@ -106,14 +109,149 @@ def scenario_discover_bad_input(gilspy, python):
         out = run_gilspy(gilspy, "record", "-d", "1", *args)
         check(out.returncode == 2 and words in out.stderr and out.stderr.strip().count("\n") == 0,
               f"record {' '.join(args)}: exit {out.returncode}, stderr {out.stderr!r}")
+    # A dead and a non-Python pid in a -p list: named, skipped, the Python one recorded; exit 1 (not all recorded).
+    w = Workload(python, "cpu_threads.py", 30, 2)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-rec-")
+        out = run_gilspy(gilspy, "record", "-p", f"{w.pid},{dead.pid},{sleeper.pid}", "-d", "1", "-o", d, "-q",
+                         "--no-status")
+        check(out.returncode == 1, f"-p with a dead and a non-Python pid: exit {out.returncode}, {out.stderr!r}")
+        for bad in (dead.pid, sleeper.pid):
+            check(f"pid {bad} is not recorded" in out.stderr, f"pid {bad} is not named: {out.stderr!r}")
+        files = raw_files(d)
+        check(list(files) == [w.pid], f"files for {sorted(files)}, expected only {w.pid}")
+        check_cpu_threads_share(Raw(files[w.pid]), w.info["cpu"], f"pid {w.pid}")
+        # None of them can be recorded: one line naming each, nothing written.
+        out = run_gilspy(gilspy, "record", "-p", f"{dead.pid},{sleeper.pid}", "-d", "1", "-o", d)
+        check(out.returncode == 1 and out.stderr.strip().count("\n") == 0 and str(dead.pid) in out.stderr
+              and str(sleeper.pid) in out.stderr, f"no pid recordable: exit {out.returncode}, {out.stderr!r}")
+    finally:
+        w.kill()
+        sleeper.kill()
+        sleeper.wait()
     # --accelerator with no process holding a device: nothing to record; with --no-follow that is an error.
     out = run_gilspy(gilspy, "record", "-d", "1", "--accelerator", "--no-follow", "-o", tempfile.mkdtemp())
     check(out.returncode == 1 and "no Python process with an accelerator device open" in out.stderr,
           f"--accelerator --no-follow with no device holder: exit {out.returncode}, stderr {out.stderr!r}")
 
 
+def load_trace(path):
+    """A trace as JSON with its keys in file order (.gz or not)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        text = f.read()
+    return text, json.loads(text, object_pairs_hook=collections.OrderedDict)
+
+
+def check_merged(original_path, merged_path, pid):
+    """The merged trace: every original event unchanged, then gilspy's; traceEvents first, the other members in
+    their order, then "gilspy"; every GIL event in the profiler's process `pid`, on tids the profiler does not use.
+    Returns (gilspy's events, {lane tid: name})."""
+    run_trace_checker("--merged", merged_path)
+    text_before, before = load_trace(original_path)
+    text_after, after = load_trace(merged_path)
+    n = len(before["traceEvents"])
+    check(after["traceEvents"][:n] == before["traceEvents"], "the profiler's events are not all there, unchanged, in order")
+    keys = [k for k in before if k != "traceEvents"]
+    check(list(after) == ["traceEvents"] + keys + ["gilspy"], f"members {list(after)}, expected traceEvents first")
+    check(all(after[k] == before[k] for k in keys), "a member of the profiler's trace changed")
+    check('"rank": 0' in text_after, "\"rank\": 0 is not spelled as the profiler wrote it")
+    gil = after["traceEvents"][n:]
+    profiler_tids = {e["tid"] for e in before["traceEvents"] if e.get("pid") == pid}
+    for e in gil:
+        check(e["pid"] == pid and (e["ph"] == "C" or e["tid"] not in profiler_tids),
+              f"a GIL event is not on a lane of its own in process {pid}: {e}")
+    lanes = {e["tid"]: e["args"]["name"] for e in gil if e["ph"] == "M" and e["name"] == "thread_name"}
+    return gil, lanes
+
+
+def scenario_merge_profiler(gilspy, python):
+    """convert --merge-into with a real clock: a program that writes its own Kineto-shaped trace (.json.gz) of
+    "step" slices (its threads compute) and "io_wait" / "main_wait" slices (asleep) is recorded; merged, every
+    GIL hold of a thread lies inside one of its steps, none in its sleeps. Then the errors: a trace of another
+    pid (the message points at --pid-map, which then works), a raw file given as the trace."""
+    d = tempfile.mkdtemp(prefix="gilspy-merge-")
+    profile = os.path.join(d, "steps.pt.trace.json.gz")
+    report = os.path.join(d, "report.json")
+    # A fixed rate: the edges of holds within a poll period (0.2 ms), whatever the adaptive schedule's budget does
+    # on a loaded machine; what is tested is where the merge puts them.
+    run_gilspy(gilspy, "record", "-r", "5000", "-o", d, "--no-status", "-q", "--no-trace", "--", python,
+               os.path.join(WORKLOADS, "profiled_steps.py"), profile, env=workload_env(report), check_rc=0)
+    info = json.load(open(report))
+    pid, workers = info["pid"], info["workers"]
+    raw_path = single_raw(d)
+    raw = Raw(raw_path)
+    merged = os.path.join(d, "merged.json.gz")
+    out = run_gilspy(gilspy, "convert", "-i", raw_path, "--merge-into", profile, "-o", merged, check_rc=0)
+    check(f"GIL lanes of pid {pid} in process {pid}" in out.stdout, f"convert did not say where the lanes went: {out.stdout}")
+    check("warning" not in out.stderr, f"convert warned: {out.stderr}")
+    with open(merged, "rb") as f:
+        check(f.read(2) == b"\x1f\x8b", "a .gz output is not gzip")
+    gil, lanes = check_merged(profile, merged, pid)
+    _, doc = load_trace(profile)
+    base = doc["baseTimeNanoseconds"]
+    windows = collections.defaultdict(lambda: collections.defaultdict(list))  # tid -> name -> [(start, end)] ns
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X":
+            start = base + round(e["ts"] * 1000)
+            windows[e["tid"]][e["name"]].append((start, start + round(e["dur"] * 1000)))
+    slack = 3_000_000  # the poll period around hand-offs and the two clocks' reading: a few ms at the edges
+
+    def inside(t0, t1, spans):
+        return sum(max(0, min(t1, b) - max(t0, a)) for a, b in spans)
+
+    def grown(spans, by):
+        return [(a - by, b + by) for a, b in spans]
+
+    for tid in workers:
+        lane = 1_000_000_000 + tid
+        check(lanes.get(lane, "").startswith(f"GIL {tid}"), f"no lane 'GIL {tid} ...' on tid {lane}: {lanes}")
+        holds = [(base + round(e["ts"] * 1000), base + round((e["ts"] + e["dur"]) * 1000))
+                 for e in gil if e["ph"] == "X" and e["name"] == "hold_gil" and e["tid"] == lane]
+        total = sum(b - a for a, b in holds)
+        check(len(holds) > 10 and total > 0.2e9, f"thread {tid}: {len(holds)} holds, {total / 1e6:.0f} ms in the merge")
+        in_steps = sum(inside(a, b, grown(windows[tid]["step"], slack)) for a, b in holds)
+        in_sleep = sum(inside(a, b, grown(windows[tid]["io_wait"], -slack)) for a, b in holds)
+        check(in_steps >= 0.97 * total, f"thread {tid}: {in_steps / 1e6:.0f} of {total / 1e6:.0f} ms of its holds "
+                                        f"inside its step slices")
+        check(in_sleep == 0, f"thread {tid}: {in_sleep / 1e6:.1f} ms of holds while its trace says it slept")
+    main_holds = [(base + round(e["ts"] * 1000), base + round((e["ts"] + e["dur"]) * 1000)) for e in gil
+                  if e["ph"] == "X" and e["name"] == "hold_gil" and e["tid"] == 1_000_000_000 + pid]
+    (w0, w1), = windows[pid]["main_wait"]
+    asleep = sum(inside(a, b, [(w0 + slack, w1 - slack)]) for a, b in main_holds)
+    check(asleep < 5_000_000, f"the main thread held the GIL {asleep / 1e6:.1f} ms while asleep in main_wait")
+    check(sum(1 for e in gil if e["ph"] == "X" and e["name"] == "hold_gil") == len(raw.holds),
+          "not every hold of the recording is in the merge")
+
+    # A trace of another pid: nothing written, one line pointing at --pid-map; which then places the lanes.
+    _, other = load_trace(profile)
+    for e in other["traceEvents"]:
+        if e.get("pid") == pid:
+            e["pid"] = pid + 1
+    other_path = os.path.join(d, "other.json")
+    with open(other_path, "w") as f:
+        json.dump(other, f)
+    out = run_gilspy(gilspy, "convert", "-i", raw_path, "--merge-into", other_path, "-o", os.path.join(d, "x.json"))
+    check(out.returncode == 1 and "--pid-map" in out.stderr and str(pid + 1) in out.stderr
+          and out.stderr.strip().count("\n") == 0, f"no matching pid: exit {out.returncode}, {out.stderr!r}")
+    check(not os.path.exists(os.path.join(d, "x.json")), "a failed merge left its output")
+    mapped = os.path.join(d, "mapped.json")
+    run_gilspy(gilspy, "convert", "-i", raw_path, "--merge-into", other_path, "-o", mapped, "--pid-map",
+               f"{pid}:{pid + 1}", check_rc=0)
+    gil, lanes = check_merged(other_path, mapped, pid + 1)
+    check(any(name.startswith(f"GIL {workers[0]}") for name in lanes.values()), f"--pid-map lanes: {lanes}")
+    # The raw file given as the trace: not a trace, said in one line.
+    out = run_gilspy(gilspy, "convert", "-i", raw_path, "--merge-into", raw_path, "-o", os.path.join(d, "y.json"))
+    check(out.returncode == 1 and "has no \"traceEvents\"" in out.stderr and out.stderr.strip().count("\n") == 0,
+          f"a raw file as the trace: exit {out.returncode}, {out.stderr!r}")
+
+
 SCENARIOS = {
     "record_all": scenario_record_all,
     "subprocesses": scenario_subprocesses,
     "discover_bad_input": scenario_discover_bad_input,
+    "merge_profiler": scenario_merge_profiler,
 }

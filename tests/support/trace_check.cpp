@@ -27,8 +27,14 @@ class Checker {
     ++result.problem_count;
   }
 
+  explicit Checker(const TraceCheckOptions& options) : options_(options) {}
+
   void event(const json& e, size_t i) {
     if (!e.is_object()) return problem(fmt::format("event #{} is not an object", i));
+    if (options_.merged) {
+      const auto cat = e.find("cat");
+      if (cat == e.end() || *cat != "gil") return;  // the profiler's own event
+    }
     const auto ph = e.find("ph");
     if (ph == e.end() || !ph->is_string()) return problem(fmt::format("event #{} has no ph", i));
     const std::string p = *ph;
@@ -40,8 +46,14 @@ class Checker {
       return problem(fmt::format("event #{}: pid and tid must be integers", i));
     }
     if (p == "M") return;
-    const auto ts = e.find("ts");
-    if (ts == e.end() || !ts->is_number()) return problem(fmt::format("event #{}: ts must be a number", i));
+    const auto ts_it = e.find("ts");
+    if (ts_it == e.end()) return problem(fmt::format("event #{}: ts must be a number", i));
+    json ts_value = *ts_it;
+    if (options_.merged && ts_value.is_string()) {  // Ascend: "1736405443863674.400", read as a number
+      ts_value = json::parse(ts_value.get<std::string>(), nullptr, false);
+    }
+    const auto ts = &ts_value;
+    if (!ts->is_number()) return problem(fmt::format("event #{}: ts must be a number", i));
     if (p == "C") return;
     double dur = 0;
     if (p == "X") {
@@ -78,12 +90,13 @@ class Checker {
 
  private:
   std::map<std::pair<int64_t, int64_t>, std::vector<LaneEvent>> lanes_;
+  TraceCheckOptions options_;
 };
 
 }  // namespace
 
-TraceCheckResult check_chrome_trace(std::string_view text) {
-  Checker c;
+TraceCheckResult check_chrome_trace(std::string_view text, const TraceCheckOptions& options) {
+  Checker c(options);
   // nlohmann parses numbers with strtod: the double nearest the decimal text, as JSON.parse gives it.
   const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {

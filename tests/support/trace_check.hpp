@@ -28,6 +28,13 @@ struct TraceCheckResult {
 
 inline constexpr size_t kMaxProblems = 20;
 
-TraceCheckResult check_chrome_trace(std::string_view text);
+struct TraceCheckOptions {
+  // A trace gilspy merged its lanes into (convert --merge-into): only gilspy's events (cat "gil") are held to
+  // the rules above, the profiler's own are as the profiler wrote them ("i", "s", "f", string pids); a ts may
+  // be a string of decimal µs, as Ascend's trace_view.json writes it.
+  bool merged = false;
+};
+
+TraceCheckResult check_chrome_trace(std::string_view text, const TraceCheckOptions& options = {});
 
 }  // namespace gilspy::test
