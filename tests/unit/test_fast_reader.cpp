@@ -127,10 +127,10 @@ const std::vector<raw::Record> kEvery = {
     raw::Stats{.ts = 6000, .polls = 60, .late = 2, .missed = 1, .handoffs_seen = 5, .handoffs_total = 6},
     raw::ProcessStopped{.ts = -50, .dur = 70},
     raw::Hold{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = int64_t{1} << 60},
-    raw::CounterSample{.tid = 4242, .ts = 100, .dur = 5000, .role = raw::GilRole::kHolding, .flags = 1, .count = 2,
-                       .cpu_ns = 4900, .run_delay_ns = 100, .slices = 2, .values = {7, 0}},
-    raw::CounterSample{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = 0, .role = raw::GilRole::kReleased, .flags = 2,
-                       .count = 0, .cpu_ns = 0, .run_delay_ns = 0, .slices = 0, .values = {}},
+    raw::CounterSample{.tid = 4242, .ts = 100, .dur = 5000, .role = raw::GilRole::kHolding, .flags = 1,
+                       .count = 2, .cpu_ns = 4900, .run_delay_ns = 100, .slices = 2, .values = {7, 0}},
+    raw::CounterSample{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = 0, .role = raw::GilRole::kReleased,
+                       .flags = 2, .count = 0, .cpu_ns = 0, .run_delay_ns = 0, .slices = 0, .values = {}},
     raw::ThreadSwitches{.tid = 4243, .ts = 6500, .voluntary = 3, .involuntary = 1},
     raw::ThreadEnd{.tid = 4243, .ts = 7000},
     raw::ThreadEnd{.tid = 4242, .ts = 7000},
@@ -174,7 +174,8 @@ TEST_CASE("fast reader: what the Writer would not write is handed to the SAX rea
   for (const std::string& v : {replaced("[\"H\",4242,100,5000]", "[\"H\", 4242, 100, 5000]"),
                                replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,5000,\"new\",[1]]"),
                                replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",1,4900,100,2,[7, 0]]"),
-                               replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",1,4900,100,2,[7,0],\"new\"]")}) {
+                               replaced(kCounterLine,
+                                        "[\"C\",4242,100,5000,\"H\",1,4900,100,2,[7,0],\"new\"]")}) {
     std::istringstream in(v);
     const raw::FastRead fast = raw::read_fast(
         in, "f.json", [](const raw::Meta&) {}, [](const raw::Record&) {});
