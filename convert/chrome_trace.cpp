@@ -195,10 +195,11 @@ class EventWriter {
   }
   // A counter on a thread's behalf; `args` is JSON object text (several values: one track each in Perfetto).
   void counter_args(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view args) {
+    const int64_t lane_tid = lane(tid);
     auto& b = begin();
     fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"cpu","name":"{}","pid":{},"tid":{},"ts":)", name,
-                   pid, tid);
-    append_us(b, ts);
+                   pid, lane_tid);
+    append_ts(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
     end();
   }
