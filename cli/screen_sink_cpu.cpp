@@ -46,12 +46,10 @@ void ScreenSink::counter_sample(raw::TargetId id, const raw::CounterSample& s) {
   const CounterIndex ix = counter_index_[id];
   auto value = [&](int i) { return i >= 0 && i < s.count ? s.values[static_cast<size_t>(i)] : 0; };
   top::CpuPiece p;
-  if ((s.flags & raw::CounterSample::kNoSched) == 0) {
-    p.time_ns = s.dur;
-    p.cpu_ns = s.cpu_ns;
-    p.run_delay_ns = s.run_delay_ns;
-    p.slices = s.slices;
-  }
+  p.time_ns = s.time_ns;
+  p.cpu_ns = s.cpu_ns;
+  p.run_delay_ns = s.run_delay_ns;
+  p.slices = s.slices;
   p.counted = ix.cycles >= 0 && ix.instructions >= 0 && ix.cycles < s.count && ix.instructions < s.count;
   p.cycles = value(ix.cycles);
   p.instructions = value(ix.instructions);
@@ -59,7 +57,7 @@ void ScreenSink::counter_sample(raw::TargetId id, const raw::CounterSample& s) {
                      ix.cache_misses < s.count && ix.branch_misses < s.count;
   p.cache_misses = value(ix.cache_misses);
   p.branch_misses = value(ix.branch_misses);
-  model_.cpu(id, s.tid, top_role(s.role), s.ts, s.dur, p);
+  model_.cpu(id, s.tid, top_role(s.role), s.ts, s.dur, p);  // spread over its window
 }
 
 }  // namespace gilspy::cli

@@ -21,28 +21,23 @@ void CounterTracks::setup(const raw::CounterSetup& s) {
 void CounterTracks::sample(const raw::CounterSample& s) {
   Thread& t = threads_[s.tid];
   Window& w = t.w;
-  // A gap (the thread's records did not follow on: a recording cut short, a file edited) ends the stretch.
-  if (w.start >= 0 && s.ts > w.end + kMinStretchNs) {
+  // A window's records (one per role) come together and share its span; the next window starts a new point.
+  if (w.start >= 0 && s.ts != w.start) {
+    const bool gap = s.ts > w.end;  // the thread's windows did not follow on (a cut file, an edit)
+    const int64_t end = w.end;
     flush(s.tid, t);
-    emit_(fmt::format("tid {}", s.tid), s.tid, w.end, R"({"cpu %":0})");
-    w.start = -1;
+    if (gap) emit_(fmt::format("tid {}", s.tid), s.tid, end, R"({"cpu %":0})");
   }
-  if (w.start < 0) {
-    w.start = s.ts;
-    w.end = s.ts;
-  }
+  w.start = s.ts;
   w.end = std::max(w.end, s.ts + s.dur);
-  if ((s.flags & raw::CounterSample::kNoSched) == 0) {
-    w.sched_ns = raw::saturating_add(w.sched_ns, s.dur);
-    w.cpu_ns = raw::saturating_add(w.cpu_ns, s.cpu_ns);
-    w.run_delay_ns = raw::saturating_add(w.run_delay_ns, s.run_delay_ns);
-  }
+  w.sched_ns = raw::saturating_add(w.sched_ns, s.time_ns);
+  w.cpu_ns = raw::saturating_add(w.cpu_ns, s.cpu_ns);
+  w.run_delay_ns = raw::saturating_add(w.run_delay_ns, s.run_delay_ns);
   if (cycles_ && instructions_ && *cycles_ < s.count && *instructions_ < s.count) {
     w.cycles = raw::saturating_add(w.cycles, s.values[*cycles_]);
     w.instructions = raw::saturating_add(w.instructions, s.values[*instructions_]);
     w.counted = true;
   }
-  if (w.end - w.start >= kMinStretchNs) flush(s.tid, t);
 }
 
 void CounterTracks::flush(int64_t tid, Thread& t) {
@@ -63,7 +58,6 @@ void CounterTracks::flush(int64_t tid, Thread& t) {
   if (args.size() > 2) emit_(fmt::format("tid {}", tid), tid, w.start, args);
   const int64_t end = w.end;
   w = Window{};
-  w.start = end;
   w.end = end;
 }
 
@@ -75,7 +69,7 @@ void CounterTracks::finish() {
   for (const int64_t tid : tids) {
     Thread& t = threads_.at(tid);
     const int64_t end = t.w.end;
-    if (t.w.end > t.w.start) flush(tid, t);
+    if (t.w.start >= 0) flush(tid, t);
     if (end >= 0) emit_(fmt::format("tid {}", tid), tid, end, R"({"cpu %":0})");
   }
   threads_.clear();

@@ -1,7 +1,8 @@
 #pragma once
-// The counter tracks of a trace: per thread, from its "C" records (raw/records.hpp CounterSample), one "C"
-// event per stretch of at least 10 ms, named "tid <tid>", with
-//   "cpu %"              time on a CPU / the stretch (schedstat; can pass 100 by up to a scheduler tick),
+// The counter tracks of a trace: per thread, from its "C" records (raw/records.hpp CounterSample: one per
+// role and window of about 100 ms), one "C" event per window, named "tid <tid>", with
+//   "cpu %"              time on a CPU / the time the window covers (schedstat; can pass 100 by up to a
+//                        scheduler tick),
 //   "run-queue delay ms" the thread's time runnable but waiting for a CPU, summed since the recording began
 //                        (a wait is counted when it ends, so the total, not a rate, is what stays exact),
 //   "IPC"                instructions / cycles, where both are counted,
@@ -23,15 +24,13 @@ class CounterTracks {
   using Emit = std::function<void(const std::string& name, int64_t tid, int64_t ts, const std::string& args)>;
   explicit CounterTracks(Emit emit) : emit_(std::move(emit)) {}
 
-  static constexpr int64_t kMinStretchNs = 10'000'000;
-
   void setup(const raw::CounterSetup& s);
   void sample(const raw::CounterSample& s);
   void finish();  // what each thread has left, and its closing point
 
  private:
   struct Window {
-    int64_t start = -1, end = -1;
+    int64_t start = -1, end = -1;  // the window's
     int64_t sched_ns = 0, cpu_ns = 0, run_delay_ns = 0;
     uint64_t instructions = 0, cycles = 0;
     bool counted = false;  // both counters seen

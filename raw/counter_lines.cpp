@@ -43,8 +43,8 @@ std::string counter_setup_line(const CounterSetup& r) {
 std::string counter_sample_line(const CounterSample& r) {
   json values = json::array();
   for (size_t i = 0; i < r.count && i < kMaxCounterValues; ++i) values.push_back(r.values[i]);
-  return json::array({"C", r.tid, r.ts, r.dur, role_letter(r.role), r.flags, r.cpu_ns, r.run_delay_ns,
-                      r.slices, values})
+  return json::array({"C", r.tid, r.ts, r.dur, role_letter(r.role), r.time_ns, r.cpu_ns, r.run_delay_ns,
+                      r.slices, r.holds, r.preempted_holds, r.preempted_ns, values})
       .dump();
 }
 
@@ -108,13 +108,21 @@ Record counter_record_from_json(const json& a, const std::function<Error(const s
   } else {
     throw bad("has an unknown GIL role");
   }
-  r.flags = static_cast<uint8_t>(figure(5) & 0xff);
+  auto small = [&](size_t i) {
+    const int64_t v = figure(i);
+    if (v > UINT32_MAX) throw bad("has a count out of range at position " + std::to_string(i));
+    return static_cast<uint32_t>(v);
+  };
+  r.time_ns = figure(5);
   r.cpu_ns = figure(6);
   r.run_delay_ns = figure(7);
-  r.slices = static_cast<uint64_t>(figure(8));
+  r.slices = small(8);
+  r.holds = small(9);
+  r.preempted_holds = small(10);
+  r.preempted_ns = figure(11);
   // The counter values, in a list of their own so that fields can still be appended to the line.
-  if (a.size() > 9) {
-    const json& values = a[9];
+  if (a.size() > 12) {
+    const json& values = a[12];
     if (!values.is_array()) throw bad("has no list of counter values");
     // More than kMaxCounterValues cannot come from a "CD" line this reader accepted: refused, not cut.
     if (values.size() > kMaxCounterValues) throw bad("has more counter values than a thread can have");
@@ -164,7 +172,6 @@ bool fast_counter_sample(std::string_view s, CounterSample& out) {
   if (s.substr(0, kHead.size()) != kHead) return false;
   size_t i = kHead.size();
   CounterSample r;
-  int64_t flags = 0, slices = 0;
   if (!take_int(s, i, INT64_MIN + 1, INT64_MAX, r.tid) || !take(s, i, ',') ||
       !take_int(s, i, -kMaxFigure, kMaxFigure, r.ts) || !take(s, i, ',') ||
       !take_int(s, i, 0, kMaxFigure, r.dur) || !take(s, i, ',') || !take(s, i, '"') || i >= s.size()) {
@@ -183,14 +190,18 @@ bool fast_counter_sample(std::string_view s, CounterSample& out) {
     default:
       return false;
   }
-  if (!take(s, i, '"') || !take(s, i, ',') || !take_int(s, i, 0, kMaxFigure, flags) || !take(s, i, ',') ||
+  int64_t slices = 0, holds = 0, preempted = 0;
+  if (!take(s, i, '"') || !take(s, i, ',') || !take_int(s, i, 0, kMaxFigure, r.time_ns) || !take(s, i, ',') ||
       !take_int(s, i, 0, kMaxFigure, r.cpu_ns) || !take(s, i, ',') ||
       !take_int(s, i, 0, kMaxFigure, r.run_delay_ns) || !take(s, i, ',') ||
-      !take_int(s, i, 0, kMaxFigure, slices) || !take(s, i, ',') || !take(s, i, '[')) {
+      !take_int(s, i, 0, UINT32_MAX, slices) || !take(s, i, ',') || !take_int(s, i, 0, UINT32_MAX, holds) ||
+      !take(s, i, ',') || !take_int(s, i, 0, UINT32_MAX, preempted) || !take(s, i, ',') ||
+      !take_int(s, i, 0, kMaxFigure, r.preempted_ns) || !take(s, i, ',') || !take(s, i, '[')) {
     return false;
   }
-  r.flags = static_cast<uint8_t>(flags & 0xff);
-  r.slices = static_cast<uint64_t>(slices);
+  r.slices = static_cast<uint32_t>(slices);
+  r.holds = static_cast<uint32_t>(holds);
+  r.preempted_holds = static_cast<uint32_t>(preempted);
   if (!take(s, i, ']')) {
     for (;;) {
       int64_t v = 0;

@@ -54,16 +54,6 @@ void CounterSummary::add(const CounterSetup& r) {
   setup_ = r;
 }
 
-void CounterSummary::close_hold(Open& t) {
-  if (!t.in_hold) return;
-  t.in_hold = false;
-  if (t.hold_delay_ns >= kPreemptedHoldMinNs) {
-    ++t.sum.preempted_holds;
-    t.sum.preempted_hold_ns = saturating_add(t.sum.preempted_hold_ns, t.hold_delay_ns);
-  }
-  t.hold_delay_ns = 0;
-}
-
 void CounterSummary::add(const CounterSample& r) {
   auto [it, inserted] = threads_.try_emplace(r.tid);
   Open& t = it->second;
@@ -71,26 +61,21 @@ void CounterSummary::add(const CounterSample& r) {
     t.sum.tid = r.tid;
     order_.push_back(r.tid);
   }
-  // Preempted holds: a hold is the holding stretch that starts it and the holding stretches that follow.
-  const bool holding = r.role == GilRole::kHolding;
-  if (!holding || (r.flags & CounterSample::kStartsInterval) != 0) close_hold(t);
-  if (holding && (r.flags & CounterSample::kStartsInterval) != 0) {
-    t.in_hold = true;
-    ++t.sum.holds;
-  }
   RoleCounters& role = t.sum.roles[static_cast<size_t>(r.role)];
-  if ((r.flags & CounterSample::kNoSched) == 0) {
-    role.time_ns = saturating_add(role.time_ns, r.dur);
-    role.cpu_ns = saturating_add(role.cpu_ns, r.cpu_ns);
-    role.run_delay_ns = saturating_add(role.run_delay_ns, r.run_delay_ns);
-    role.slices = saturating_add(role.slices, r.slices);
-    if (holding && t.in_hold) t.hold_delay_ns = saturating_add(t.hold_delay_ns, r.run_delay_ns);
-  }
+  role.time_ns = saturating_add(role.time_ns, r.time_ns);
+  role.cpu_ns = saturating_add(role.cpu_ns, r.cpu_ns);
+  role.run_delay_ns = saturating_add(role.run_delay_ns, r.run_delay_ns);
+  role.slices = saturating_add(role.slices, uint64_t{r.slices});
   if (r.count > 0) {
-    role.counted_ns = saturating_add(role.counted_ns, r.dur);
+    role.counted_ns = saturating_add(role.counted_ns, r.time_ns);
     for (size_t i = 0; i < r.count && i < kMaxCounterValues; ++i) {
       role.values[i] = saturating_add(role.values[i], r.values[i]);
     }
+  }
+  if (r.role == GilRole::kHolding) {
+    t.sum.holds = saturating_add(t.sum.holds, uint64_t{r.holds});
+    t.sum.preempted_holds = saturating_add(t.sum.preempted_holds, uint64_t{r.preempted_holds});
+    t.sum.preempted_hold_ns = saturating_add(t.sum.preempted_hold_ns, r.preempted_ns);
   }
 }
 
@@ -120,9 +105,7 @@ std::vector<ThreadCounterSummary> CounterSummary::threads() const {
 std::optional<ThreadCounterSummary> CounterSummary::thread(int64_t tid) const {
   const auto it = threads_.find(tid);
   if (it == threads_.end()) return std::nullopt;
-  Open copy = it->second;
-  close_hold(copy);
-  return copy.sum;
+  return it->second.sum;
 }
 
 nlohmann::json CounterSummary::to_json() const {

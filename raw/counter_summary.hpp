@@ -15,11 +15,6 @@
 
 namespace gilspy::raw {
 
-// A hold counts as preempted when its holder waited at least this long for a CPU while holding the GIL: a
-// time slice lost to another runnable thread (a CFS slice is a few ms), not the microseconds a waking thread
-// takes on the holder's CPU.
-inline constexpr int64_t kPreemptedHoldMinNs = 1'000'000;
-
 struct RoleCounters {
   int64_t time_ns = 0;                               // stretches with scheduler figures, in this role
   int64_t cpu_ns = 0;                                // on a CPU
@@ -54,7 +49,7 @@ class CounterSummary {
   const CounterSetup& setup() const;
   // Where `kind` sits among the values; nullopt when it was not counted.
   std::optional<size_t> index_of(CounterKind kind) const;
-  std::vector<ThreadCounterSummary> threads() const;  // in order of first appearance, open holds closed
+  std::vector<ThreadCounterSummary> threads() const;  // in order of first appearance
   std::optional<ThreadCounterSummary> thread(int64_t tid) const;
   nlohmann::json to_json() const;
 
@@ -62,10 +57,7 @@ class CounterSummary {
   struct Open {
     ThreadCounterSummary sum;
     uint64_t first_voluntary = 0, first_involuntary = 0;
-    bool in_hold = false;
-    int64_t hold_delay_ns = 0;
   };
-  static void close_hold(Open& t);
   std::optional<CounterSetup> setup_;
   std::map<int64_t, Open> threads_;
   std::vector<int64_t> order_;

@@ -132,22 +132,30 @@ struct CounterSetup {
 };
 #pragma GCC diagnostic pop
 
-// One thread's scheduler figures (/proc/PID/task/TID/schedstat) and perf counters over [ts, ts + dur], while it
-// was in `role`: the deltas between two reads, split by GIL role where the role changed in between (see
-// sampler/thread_counters.hpp for how). Raw line:
-// ["C",tid,ts,dur,role,flags,cpu_ns,run_delay_ns,slices,[values...]] (role "H", "W" or "R").
+// A hold counts as preempted when its holder waited at least this long for a CPU while holding the GIL: a
+// time slice lost to another runnable thread (a CFS slice is a few ms), not the microseconds a waking thread
+// takes on the holder's CPU.
+inline constexpr int64_t kPreemptedHoldMinNs = 1'000'000;
+
+// What one thread did in one GIL role over a window [ts, ts + dur) (about 100 ms; a record per role the
+// thread was in): its time in that role, and over that time its scheduler figures
+// (/proc/PID/task/TID/schedstat) and perf counts, split by role where the role changed between two reads
+// (sampler/thread_counters.hpp says how). Raw line:
+// ["C",tid,ts,dur,role,time_ns,cpu_ns,run_delay_ns,slices,holds,preempted_holds,preempted_ns,[values...]]
+// (role "H", "W" or "R").
 struct CounterSample {
-  static constexpr uint8_t kStartsInterval = 1;  // the stretch begins where the thread entered `role`
-  static constexpr uint8_t kNoSched = 2;         // no scheduler figures (the thread had gone): counters only
   int64_t tid = 0;
   int64_t ts = 0;
   int64_t dur = 0;
   GilRole role = GilRole::kReleased;
-  uint8_t flags = 0;
-  uint8_t count = 0;          // values below: 0 when the thread had no perf group for this stretch
-  int64_t cpu_ns = 0;         // time on a CPU
-  int64_t run_delay_ns = 0;   // time runnable but waiting for a CPU (the run queue)
-  uint64_t slices = 0;        // times it was switched onto a CPU
+  uint8_t count = 0;           // values below: 0 when the thread had no perf counts in the window
+  uint32_t holds = 0;          // holding: holds that began in the window
+  int64_t time_ns = 0;         // in `role` within the window, with scheduler figures (0: the thread was gone)
+  int64_t cpu_ns = 0;          // ...of it on a CPU
+  int64_t run_delay_ns = 0;    // ...runnable but waiting for a CPU (the run queue)
+  uint32_t slices = 0;         // times it was switched onto a CPU
+  uint32_t preempted_holds = 0;  // holding: holds that ended in the window whose holder waited >= kPreemptedHoldMinNs
+  int64_t preempted_ns = 0;      // ...the time they waited for a CPU while holding
   std::array<uint64_t, kMaxCounterValues> values{};  // CounterSetup::kinds order
   bool operator==(const CounterSample&) const = default;
 };

@@ -72,6 +72,7 @@ void ThreadCounters::thread_added(size_t slot, int64_t tid, GilRole role, int64_
   s.perf = r.perf;
   s.segments[0] = {role, at, false};
   s.segment_count = 1;
+  emit_window(s, at);                              // an empty window: sets the roles and the start
   active_.push_back(static_cast<uint16_t>(slot));  // capacity reserved: no allocation
   if (contends(role)) {
     s.contending = true;
@@ -158,7 +159,8 @@ void ThreadCounters::thread_removed(size_t slot, int64_t at) {
   Slot& s = slots_[slot];
   if (!s.active) return;
   read_now(slot, std::max(at, s.last_read_ns));
-  emit_accum(s);
+  end_hold(s);
+  emit_window(s, s.last_read_ns);
   if (take_switch_token(at)) read_switches(slot, at);
   source_.thread_removed(slot);
   s.active = false;
@@ -169,34 +171,55 @@ void ThreadCounters::thread_removed(size_t slot, int64_t at) {
   s.contending = false;
 }
 
-void ThreadCounters::emit_accum(Slot& s) {
-  if (!s.accum.open) return;
-  s.accum.open = false;
-  queue_.push(target_, s.accum.sample);  // a full queue is counted by the queue
+void ThreadCounters::end_hold(Slot& s) {
+  if (!s.in_hold) return;
+  s.in_hold = false;
+  if (s.hold_delay_ns >= raw::kPreemptedHoldMinNs) {
+    raw::CounterSample& w = s.window[static_cast<size_t>(GilRole::kHolding)];
+    ++w.preempted_holds;
+    w.preempted_ns += s.hold_delay_ns;
+  }
+  s.hold_delay_ns = 0;
+}
+
+void ThreadCounters::emit_window(Slot& s, int64_t t) {
+  for (raw::CounterSample& w : s.window) {
+    const bool any = w.time_ns > 0 || w.count > 0 || w.holds > 0 || w.preempted_holds > 0;
+    if (any && t > s.window_start_ns) {
+      w.tid = s.tid;
+      w.ts = s.window_start_ns;
+      w.dur = t - s.window_start_ns;
+      queue_.push(target_, w);  // a full queue is counted by the queue
+    }
+  }
+  for (size_t r = 0; r < s.window.size(); ++r) {
+    s.window[r] = raw::CounterSample{};
+    s.window[r].role = static_cast<GilRole>(r);
+  }
+  s.window_start_ns = t;
 }
 
 void ThreadCounters::add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part,
                                bool sched, uint8_t count) {
-  raw::CounterSample& a = s.accum.sample;
-  const uint8_t flags = sched ? 0 : raw::CounterSample::kNoSched;
-  const bool fits = s.accum.open && !seg.starts && a.role == seg.role &&
-                    (a.flags & raw::CounterSample::kNoSched) == flags && a.count == count;
-  if (!fits) {
-    emit_accum(s);
-    a = raw::CounterSample{};
-    a.tid = s.tid;
-    a.ts = from;
-    a.role = seg.role;
-    a.flags = static_cast<uint8_t>(flags | (seg.starts ? raw::CounterSample::kStartsInterval : 0));
-    a.count = count;
-    s.accum.open = true;
+  // Holds: one begins where a holding segment starts; it ends where another role (or a retake) begins.
+  const bool holding = seg.role == GilRole::kHolding;
+  if (!holding || seg.starts) end_hold(s);
+  raw::CounterSample& w = s.window[static_cast<size_t>(seg.role)];
+  if (holding && seg.starts) {
+    s.in_hold = true;
+    ++w.holds;
   }
-  a.dur += to - from;
-  a.cpu_ns += part.cpu_ns;
-  a.run_delay_ns += part.run_delay_ns;
-  a.slices += part.slices;
-  for (size_t i = 0; i < count; ++i) a.values[i] += part.values[i];
-  if (a.dur >= options_.max_record_span_ns) emit_accum(s);
+  if (holding && s.in_hold) s.hold_delay_ns += part.run_delay_ns;
+  if (sched) {
+    w.time_ns += to - from;
+    w.cpu_ns += part.cpu_ns;
+    w.run_delay_ns += part.run_delay_ns;
+    w.slices += static_cast<uint32_t>(part.slices);
+  }
+  if (count > 0) {
+    w.count = count;
+    for (size_t i = 0; i < count; ++i) w.values[i] += part.values[i];
+  }
 }
 
 void ThreadCounters::read_now(size_t slot, int64_t t, bool with_perf) {
@@ -314,12 +337,14 @@ void ThreadCounters::read_now(size_t slot, int64_t t, bool with_perf) {
     s.perf_pending_cpu_ns = 0;
     s.perf_pending_ns = 0;
   }
-  if (sched || count > 0) {
-    for (size_t i = 0; i < n; ++i) {
-      if (edge[i + 1] > edge[i]) add_piece(s, s.segments[i], edge[i], edge[i + 1], parts[i], sched, count);
+  for (size_t i = 0; i < n; ++i) {
+    // A zero-length segment still starts (or ends) a hold.
+    if (edge[i + 1] > edge[i] || s.segments[i].starts) {
+      add_piece(s, s.segments[i], edge[i], edge[i + 1], parts[i], sched, count);
     }
   }
-  // The role the thread is in now goes on; its start is in the accumulated piece already.
+  if (t - s.window_start_ns >= options_.window_ns) emit_window(s, t);
+  // The role the thread is in now goes on; its start is counted already.
   s.segments[0] = s.segments[n - 1];
   s.segments[0].starts = false;
   s.segment_count = 1;

@@ -20,8 +20,10 @@
 //    share.
 //  - Run-queue delay and switches go to the old role: a thread waits in a run queue until it gets a CPU, and
 //    only then can it change role, so the wait ended before the change.
-// Consecutive stretches of one role interval are summed and emitted as one CounterSample when the interval
-// ends (and every 100 ms while it lasts), so the raw file gets about one "C" line per hold, wait or release.
+// What each role got is summed per thread over a window of about 100 ms and emitted as one CounterSample per
+// role the thread was in (three "C" lines per thread and window at most, whatever the hand-off rate), with
+// the holds that began in it and those that ended preempted (the holder waited >= 1 ms for a CPU during the
+// hold: the run-queue delay of its holding stretches, summed per hold).
 //
 // Fixed tables, allocated at construction; never allocates afterwards (the poll loop's rule).
 #include <array>
@@ -62,7 +64,7 @@ struct ThreadCountersOptions {
   int64_t sweep_gap_ns = 500'000;              // at most one steady read per this long
   int64_t switches_period_ns = 1'000'000'000;  // a thread's /proc status read about this often
   double switches_per_s = 50;                  // ...and at most this many status reads per second (burst 64)
-  int64_t max_record_span_ns = 100'000'000;    // a long interval is emitted in pieces this long
+  int64_t window_ns = 100'000'000;             // a thread's figures are emitted per role this often
 };
 
 class ThreadCounters {
@@ -87,10 +89,6 @@ class ThreadCounters {
     int64_t since = 0;
     bool starts = false;  // begins where the thread entered the role
   };
-  struct Accum {  // the current role interval since it began (or since its last piece was emitted)
-    raw::CounterSample sample;
-    bool open = false;
-  };
   struct RoleRate {  // CPU over the stretches of one role that held no change (recent ones weigh most)
     int64_t cpu_ns = 0, time_ns = 0;
   };
@@ -106,7 +104,10 @@ class ThreadCounters {
     bool contending = false;  // holding or waiting: read every in_role_gap_ns
     int64_t next_switches_ns = 0;
     std::array<RoleRate, 3> rates{};
-    Accum accum;
+    std::array<raw::CounterSample, 3> window{};  // per role (GilRole order) since window_start_ns
+    int64_t window_start_ns = 0;
+    bool in_hold = false;  // a hold began and has not ended: its run-queue delay so far
+    int64_t hold_delay_ns = 0;
     int64_t perf_pending_cpu_ns = 0, perf_pending_ns = 0;  // read without perf since the last full read
   };
   struct Split {  // one segment's share of a stretch
@@ -118,7 +119,8 @@ class ThreadCounters {
   void read_now(size_t slot, int64_t t, bool with_perf = true);
   void add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part, bool sched,
                  uint8_t count);
-  void emit_accum(Slot& s);
+  void end_hold(Slot& s);
+  void emit_window(Slot& s, int64_t t);  // the window's records, and a new window from t
   void read_switches(size_t slot, int64_t t);
   bool take_switch_token(int64_t t);
 

@@ -43,17 +43,22 @@ raw::CounterSetup setup_with_ipc() {
   return s;
 }
 
-raw::CounterSample piece(int64_t tid, int64_t ts, int64_t dur, GilRole role, int64_t cpu, int64_t delay,
-                         bool starts = false, uint64_t cycles = 0, uint64_t instructions = 0) {
+// One thread's record for one role over a window.
+raw::CounterSample piece(int64_t tid, int64_t ts, int64_t dur, GilRole role, int64_t time, int64_t cpu,
+                         int64_t delay, uint32_t holds = 0, uint32_t preempted = 0, int64_t preempted_ns = 0,
+                         uint64_t cycles = 0, uint64_t instructions = 0) {
   raw::CounterSample s;
   s.tid = tid;
   s.ts = ts;
   s.dur = dur;
   s.role = role;
-  s.flags = starts ? raw::CounterSample::kStartsInterval : 0;
+  s.time_ns = time;
   s.cpu_ns = cpu;
   s.run_delay_ns = delay;
   s.slices = 1;
+  s.holds = holds;
+  s.preempted_holds = preempted;
+  s.preempted_ns = preempted_ns;
   if (cycles > 0) {
     s.count = 4;
     s.values[0] = cycles;
@@ -66,25 +71,25 @@ raw::CounterSample piece(int64_t tid, int64_t ts, int64_t dur, GilRole role, int
 
 }  // namespace
 
-TEST_CASE(
-    "counter summary: sums per role, preempted holds (>= 1 ms waiting for a CPU), switches over the "
-    "recording") {
+TEST_CASE("counter summary: sums per role, preempted holds, switches over the recording") {
   raw::CounterSummary c;
   c.add(setup_with_ipc());
-  // Hold 1: 10 ms, 4 ms of it waiting for a CPU (in two stretches). Hold 2: 10 ms, 0.5 ms waiting (not
-  // counted).
-  c.add(piece(7, 0, 6 * kMs, GilRole::kHolding, 4 * kMs, 2 * kMs, true, 8'000'000, 16'000'000));
-  c.add(piece(7, 6 * kMs, 4 * kMs, GilRole::kHolding, 2 * kMs, 2 * kMs, false, 4'000'000, 8'000'000));
-  c.add(piece(7, 10 * kMs, 5 * kMs, GilRole::kWaiting, 0, 0));
-  c.add(piece(7, 15 * kMs, 10 * kMs, GilRole::kHolding, 9 * kMs, kMs / 2, true));
+  // Two windows: 2 holds begin in the first, one ends preempted (4 ms waiting for a CPU) in the second.
+  c.add(piece(7, 0, 100 * kMs, GilRole::kHolding, 60 * kMs, 40 * kMs, 18 * kMs, 2, 0, 0, 8'000'000,
+              16'000'000));
+  c.add(piece(7, 0, 100 * kMs, GilRole::kWaiting, 40 * kMs, 0, 0));
+  c.add(piece(7, 100 * kMs, 100 * kMs, GilRole::kHolding, 10 * kMs, 6 * kMs, 4 * kMs, 0, 1, 4 * kMs,
+              4'000'000, 8'000'000));
   c.add(raw::ThreadSwitches{.tid = 7, .ts = 0, .voluntary = 100, .involuntary = 10});
   c.add(raw::ThreadSwitches{.tid = 7, .ts = 25 * kMs, .voluntary = 130, .involuntary = 12});
   const auto t = c.thread(7);
   REQUIRE(t.has_value());
-  CHECK(t->role(GilRole::kHolding).time_ns == 20 * kMs);
-  CHECK(t->role(GilRole::kHolding).cpu_ns == 15 * kMs);
-  CHECK(t->role(GilRole::kHolding).run_delay_ns == 4 * kMs + kMs / 2);
-  CHECK(t->role(GilRole::kWaiting).time_ns == 5 * kMs);
+  CHECK(t->role(GilRole::kHolding).time_ns == 70 * kMs);
+  CHECK(t->role(GilRole::kHolding).cpu_ns == 46 * kMs);
+  CHECK(t->role(GilRole::kHolding).run_delay_ns == 22 * kMs);
+  CHECK(t->role(GilRole::kHolding).counted_ns == 70 * kMs);
+  CHECK(t->role(GilRole::kWaiting).time_ns == 40 * kMs);
+  CHECK(t->role(GilRole::kWaiting).counted_ns == 0);
   CHECK(t->holds == 2);
   CHECK(t->preempted_holds == 1);
   CHECK(t->preempted_hold_ns == 4 * kMs);
@@ -98,14 +103,18 @@ TEST_CASE(
   CHECK(j["unavailable"]["ref-cycles"] == "does not fit in one group");
   CHECK(j["threads"][0]["roles"]["holding"]["counters"]["instructions"] == 24'000'000);
   CHECK(j["threads"][0]["preempted_holds"] == 1);
+  CHECK(j["preempted_hold_min_ns"] == raw::kPreemptedHoldMinNs);
 }
 
 TEST_CASE(
-    "counter lines: written, read back; a bad line is corrupt; unknown counter names are kept as unknown") {
+    "counter lines: written, read back (also by hand); a bad line is corrupt; unknown counter names kept") {
   auto bad = [](const std::string& why) { return Error(ErrorKind::kCorrupt, "event " + why); };
-  const raw::CounterSample s = piece(7, 100, 200, GilRole::kWaiting, 10, 20, true, 5, 6);
+  const raw::CounterSample s = piece(7, 100, 200, GilRole::kWaiting, 150, 10, 20, 0, 0, 0, 5, 6);
   const auto j = nlohmann::json::parse(raw::counter_sample_line(s));
   CHECK(std::get<raw::CounterSample>(raw::counter_record_from_json(j, bad)) == s);
+  raw::CounterSample fast;
+  CHECK(raw::fast_counter_sample(raw::counter_sample_line(s), fast));
+  CHECK(fast == s);
   const raw::CounterSetup setup = setup_with_ipc();
   CHECK(std::get<raw::CounterSetup>(raw::counter_record_from_json(
             nlohmann::json::parse(raw::counter_setup_line(setup)), bad)) == setup);
@@ -113,17 +122,19 @@ TEST_CASE(
       nlohmann::json::parse(R"(["CD",0,["cycles","quantum-flux"],{},9])"), bad));
   CHECK(future.count == 2);
   CHECK(future.kinds[1] == raw::CounterKind::kUnknown);
-  for (const char* line :
-       {R"(["C",1,2,-3,"H",0,0,0,0,[]])", R"(["C",1,2,3,"X",0,0,0,0,[]])", R"(["C",1,2,3,"H",0,0,0,0,[-1]])",
-        R"(["C",1,2,3,"H",0,0,0,0,5])", R"(["C",1,2,3,"H",0,0,0,0,[1,2,3,4,5,6,7,8,9,10,11,12,13]])",
-        R"(["CS",1,2,-5,0])", R"(["CD",0,"cycles"])", R"(["C",1,2,3,"H",0,2000000000000000000,0,0,[]])"}) {
+  for (const char* line : {R"(["C",1,2,-3,"H",0,0,0,0,0,0,0,[]])", R"(["C",1,2,3,"X",0,0,0,0,0,0,0,[]])",
+                           R"(["C",1,2,3,"H",0,0,0,0,0,0,0,[-1]])", R"(["C",1,2,3,"H",0,0,0,0,0,0,0,5])",
+                           R"(["C",1,2,3,"H",0,0,0,0,0,0,0,[1,2,3,4,5,6,7,8,9]])", R"(["CS",1,2,-5,0])",
+                           R"(["CD",0,"cycles"])", R"(["C",1,2,3,"H",0,2000000000000000000,0,0,0,0,0,[]])",
+                           R"(["C",1,2,3,"H",0,0,0,4294967296,0,0,0,[]])", R"(["C",1,2,3,"H",0,0,0])"}) {
     CAPTURE(line);
     CHECK_THROWS_AS(raw::counter_record_from_json(nlohmann::json::parse(line), bad), Error);
+    CHECK_FALSE(raw::fast_counter_sample(line, fast));
   }
 }
 
 TEST_CASE(
-    "counter tracks: one point per 10 ms stretch with CPU %, cumulative run-queue delay, IPC; 0 at the end") {
+    "counter tracks: a point per window with CPU %, cumulative run-queue delay, IPC; 0 at gaps and the end") {
   std::vector<std::pair<int64_t, nlohmann::json>> points;
   gilspy::convert::CounterTracks tracks(
       [&](const std::string& name, int64_t tid, int64_t ts, const std::string& args) {
@@ -131,17 +142,24 @@ TEST_CASE(
         points.emplace_back(ts, nlohmann::json::parse(args));
       });
   tracks.setup(setup_with_ipc());
-  for (int i = 0; i < 10; ++i) {  // 10 pieces of 3 ms: 2 stretches of 12 ms, the last 6 ms at the end
-    tracks.sample(piece(7, i * 3 * kMs, 3 * kMs, GilRole::kHolding, 3 * kMs / 2, kMs, false, 3000, 6000));
+  for (int i = 0; i < 3; ++i) {  // 3 windows of 100 ms, each half holding (all on a CPU), half waiting
+    tracks.sample(piece(7, i * 100 * kMs, 100 * kMs, GilRole::kHolding, 50 * kMs, 50 * kMs, 2 * kMs, 0, 0, 0,
+                        3000, 6000));
+    tracks.sample(piece(7, i * 100 * kMs, 100 * kMs, GilRole::kWaiting, 50 * kMs, 0, 2 * kMs));
   }
+  tracks.sample(piece(7, 500 * kMs, 100 * kMs, GilRole::kWaiting, 100 * kMs, 0, 0));  // after a gap
   tracks.finish();
-  REQUIRE(points.size() == 3 + 1);
+  REQUIRE(points.size() == 3 + 1 + 1 + 1);
   CHECK(points[0].first == 0);
   CHECK(points[0].second["cpu %"] == doctest::Approx(50.0));
   CHECK(points[0].second["run-queue delay ms"] == doctest::Approx(4.0));
   CHECK(points[1].second["run-queue delay ms"] == doctest::Approx(8.0));
   CHECK(points[0].second["IPC"] == doctest::Approx(2.0));
-  CHECK(points.back().first == 30 * kMs);
+  CHECK(points[3].first == 300 * kMs);  // the gap: 0 where the windows stopped
+  CHECK(points[3].second["cpu %"] == 0);
+  CHECK(points[4].first == 500 * kMs);
+  CHECK(points[4].second["cpu %"] == 0.0);
+  CHECK(points.back().first == 600 * kMs);
   CHECK(points.back().second["cpu %"] == 0);
 }
 
@@ -151,8 +169,9 @@ TEST_CASE(
   b.add(raw::ThreadStart{.tid = 7, .ts = 0, .tstate = 1, .name = "worker \x1b[31m", .ns_tid = 0});
   b.add(raw::Hold{.tid = 7, .ts = 0, .dur = 10 * kMs});
   b.add(setup_with_ipc());
-  b.add(piece(7, 0, 10 * kMs, GilRole::kHolding, 6 * kMs, 4 * kMs, true, 8'000'000, 4'000'000));
-  b.add(piece(7, 10 * kMs, 10 * kMs, GilRole::kWaiting, kMs / 10, 0));
+  b.add(piece(7, 0, 20 * kMs, GilRole::kHolding, 10 * kMs, 6 * kMs, 4 * kMs, 1, 1, 4 * kMs, 8'000'000,
+              4'000'000));
+  b.add(piece(7, 0, 20 * kMs, GilRole::kWaiting, 10 * kMs, kMs / 10, 0));
   b.add(raw::ThreadEnd{.tid = 7, .ts = 20 * kMs});
   std::string out;
   gilspy::cli::append_counter_table(out, b, 20);

@@ -86,14 +86,12 @@ std::vector<raw::Record> sample_records() {
   setup.kinds[1] = raw::CounterKind::kInstructions;
   setup.kinds[2] = raw::CounterKind::kBranchMisses;
   v.push_back(setup);
-  raw::CounterSample c{.tid = 31337, .ts = 1700, .dur = 300, .role = raw::GilRole::kHolding,
-                       .flags = raw::CounterSample::kStartsInterval, .count = 3, .cpu_ns = 290, .run_delay_ns = 7,
-                       .slices = 2, .values = {}};
+  raw::CounterSample c{.tid = 31337, .ts = 1700, .dur = 300, .role = raw::GilRole::kHolding, .count = 3,
+                       .holds = 2, .time_ns = 250, .cpu_ns = 240, .run_delay_ns = 7, .slices = 2,
+                       .preempted_holds = 1, .preempted_ns = 5, .values = {}};
   c.values = {280, 123456789012, 5};
   v.push_back(c);
-  v.push_back(raw::CounterSample{.tid = 31340, .ts = 1700, .dur = 50, .role = raw::GilRole::kWaiting,
-                                 .flags = raw::CounterSample::kNoSched, .count = 0, .cpu_ns = 0, .run_delay_ns = 0,
-                                 .slices = 0, .values = {}});
+  v.push_back(raw::CounterSample{.tid = 31340, .ts = 1700, .dur = 50, .role = raw::GilRole::kWaiting});
   v.push_back(raw::ThreadSwitches{.tid = 31337, .ts = 1800, .voluntary = 40, .involuntary = 3});
   return v;
 }

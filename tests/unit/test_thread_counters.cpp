@@ -74,7 +74,7 @@ int64_t cpu_in(const std::vector<raw::CounterSample>& v, GilRole role) {
 }
 int64_t time_in(const std::vector<raw::CounterSample>& v, GilRole role) {
   int64_t sum = 0;
-  for (const auto& s : v) sum += s.role == role ? s.dur : 0;
+  for (const auto& s : v) sum += s.role == role ? s.time_ns : 0;
   return sum;
 }
 int64_t delay_in(const std::vector<raw::CounterSample>& v, GilRole role) {
@@ -112,12 +112,15 @@ TEST_CASE("counters: a holder's CPU stays with its hold, a waiter that sleeps ge
   CHECK(cpu_in(v, GilRole::kWaiting) == 0);
   CHECK(time_in(v, GilRole::kWaiting) == 12 * kMs);
   // One piece per interval: the wait before, the hold, the wait after.
-  REQUIRE(v.size() == 3);
+  // One window (22 ms): a record per role, the hold counted once, not preempted.
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].role == GilRole::kWaiting);
   CHECK(v[1].role == GilRole::kHolding);
-  CHECK((v[1].flags & raw::CounterSample::kStartsInterval) != 0);
-  CHECK(v[1].ts == 3 * kMs);
-  CHECK(v[1].dur == 10 * kMs);
-  CHECK(v[1].slices == 1);  // switched out and in again: counted where it ended, with the hold  // switched
+  CHECK(v[1].ts == 0);
+  CHECK(v[1].dur == 22 * kMs);
+  CHECK(v[1].holds == 1);
+  CHECK(v[1].preempted_holds == 0);
+  CHECK(v[1].slices == 1);  // switched out and in again: counted where it ended, with the hold
                             // out and in again: counted where it ended, with the hold
 }
 
@@ -174,7 +177,7 @@ TEST_CASE("counters: a waiter that spins gets its CPU; without a known rate the 
   }
 }
 
-TEST_CASE("counters: a long interval comes in 100 ms pieces; a dropped-and-retaken GIL starts a new hold") {
+TEST_CASE("counters: a long hold comes in 100 ms windows; a dropped-and-retaken GIL starts a new hold") {
   ScriptedCounters src;
   RecordQueue q(4096);
   ThreadCounters tc(src, q, 0, 8);
@@ -191,15 +194,16 @@ TEST_CASE("counters: a long interval comes in 100 ms pieces; a dropped-and-retak
   tc.thread_removed(0, 252 * kMs);
   const auto v = samples(q);
   int64_t total = 0;
-  int starts = 0;
+  uint32_t holds = 0;
+  REQUIRE(v.size() == 3);  // windows of about 100 ms: [0, 100], [100, 200], [200, 252]
   for (const auto& s : v) {
-    CHECK(s.dur <= 100 * kMs);
+    CHECK(s.dur < 103 * kMs);
     CHECK(s.role == GilRole::kHolding);
-    total += s.dur;
-    starts += (s.flags & raw::CounterSample::kStartsInterval) != 0 ? 1 : 0;
+    total += s.time_ns;
+    holds += s.holds;
   }
   CHECK(total == 252 * kMs);
-  CHECK(starts == 1);  // the retake; the first hold began before the thread was seen
+  CHECK(holds == 1);  // the retake; the first hold began before the thread was seen
   CHECK(cpu_in(v, GilRole::kHolding) == 252 * kMs);
 }
 
@@ -242,19 +246,56 @@ TEST_CASE(
   src.slots[0].sched.reset();
   tc.thread_removed(0, 22 * kMs);
   const auto v = samples(q);
-  REQUIRE(v.size() == 4);
+  // One window: the wait (with the gone thread's last counts) and the hold.
+  REQUIRE(v.size() == 2);
   CHECK(v[0].role == GilRole::kWaiting);
   CHECK(v[0].count == 2);
-  CHECK(v[0].values[0] == 0);
+  CHECK(v[0].time_ns == 10 * kMs);  // [0, 9] and [19, 20]: the last 2 ms had no scheduler figures
+  CHECK(v[0].values[0] == 10);      // 2 ms enabled, 2 ms running: as read
+  CHECK(v[0].values[1] == 20);
   CHECK(v[1].role == GilRole::kHolding);
   CHECK(v[1].cpu_ns == 10 * kMs);
   CHECK(v[1].values[0] == 100 + 2000);
   CHECK(v[1].values[1] == 300 + 6000);
-  CHECK(v[2].values[0] == 0);
-  CHECK((v[3].flags & raw::CounterSample::kNoSched) != 0);
-  CHECK(v[3].values[0] == 10);  // 2 ms enabled, 2 ms running: as read
-  CHECK(v[3].values[1] == 20);
-  CHECK(v[3].cpu_ns == 0);
+}
+
+TEST_CASE(
+    "counters: a hold whose holder waited >= 1 ms for a CPU is preempted; its wait is summed over the hold") {
+  ScriptedCounters src;
+  RecordQueue q(1024);
+  ThreadCounters tc(src, q, 0, 8, kEvery2ms);
+  tc.thread_added(0, 100, GilRole::kWaiting, 0);
+  tc.after_poll(2 * kMs);
+  // Hold 1 [3, 13]: preempted twice, 0.6 ms each time (seen at the reads that follow): 1.2 ms in all.
+  tc.role_changed(0, GilRole::kHolding, 3 * kMs);
+  src.run(0, 1 * kMs);
+  tc.after_poll(4 * kMs);
+  src.run(0, 1 * kMs, 600'000, 1);
+  tc.after_poll(6 * kMs);
+  src.run(0, 1 * kMs, 600'000, 1);
+  tc.after_poll(8 * kMs);
+  src.run(0, 2 * kMs);
+  tc.after_poll(10 * kMs);
+  src.run(0, 2 * kMs);
+  tc.after_poll(12 * kMs);
+  src.run(0, 1 * kMs);
+  tc.role_changed(0, GilRole::kWaiting, 13 * kMs);
+  tc.after_poll(14 * kMs);
+  // Hold 2 [15, 19]: one wait of 0.5 ms: not preempted.
+  tc.role_changed(0, GilRole::kHolding, 15 * kMs);
+  tc.after_poll(16 * kMs);
+  src.run(0, 1 * kMs, 500'000, 1);
+  tc.after_poll(18 * kMs);
+  tc.role_changed(0, GilRole::kWaiting, 19 * kMs);
+  tc.after_poll(20 * kMs);
+  tc.thread_removed(0, 20 * kMs);
+  const auto v = samples(q);
+  REQUIRE(v.size() == 2);
+  CHECK(v[1].role == GilRole::kHolding);
+  CHECK(v[1].holds == 2);
+  CHECK(v[1].preempted_holds == 1);
+  CHECK(v[1].preempted_ns == 1'200'000);
+  CHECK(v[1].run_delay_ns == 1'700'000);
 }
 
 TEST_CASE("counters: what is read when: changes at once, contenders every 4 ms, the rest every 100 ms") {
