@@ -83,6 +83,7 @@ Runner add_record_command(CLI::App& app) {
     opts->discover = targets->discover();
     opts->follow = !targets->no_follow;
     opts->accelerator_only = targets->accelerator;
+    opts->counters = targets->counters();
     opts->status = !*no_status;
     if (opts->output_dir.empty()) {
       const char* env = std::getenv("GILSPY_OUTPUT_DIR");

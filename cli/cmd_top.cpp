@@ -15,8 +15,9 @@ Runner add_top_command(CLI::App& app) {
       "  gilspy top -p 1234,1240                several processes, one group each\n"
       "  gilspy top -- python3 train.py         launch a program and watch it until it exits\n"
       "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
-      "Keys: h sort by HOLD%, w by WAIT%, i by TID; t totals since start / last interval; p pause;\n"
-      "r reset the totals; q quit. On a pipe (or with --batch) it prints a plain snapshot every interval.\n"
+      "Keys: h sort by HOLD%, w by WAIT%, i by TID; c CPU columns (CPU%, run-queue, IPC by GIL role) / GIL\n"
+      "columns; t totals since start / last interval; p pause; r reset the totals; q quit. On a pipe (or with\n"
+      "--batch) it prints a plain snapshot every interval (with --counters, each process's CPU table too).\n"
       "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch mode "
       "the\n"
       "program's own exit status; 1 on errors; 2 for wrong arguments.");
@@ -41,6 +42,7 @@ Runner add_top_command(CLI::App& app) {
     opts->discover = targets->discover();
     opts->follow = !targets->no_follow;
     opts->accelerator_only = targets->accelerator;
+    opts->counters = targets->counters();
     return run_top(*opts);
   };
 }

@@ -67,7 +67,8 @@ int run_record(const RecordOptions& o) {
        .discover = o.discover,
        .follow = o.follow,
        .accelerator_only = o.accelerator_only,
-       .note = {}});
+       .note = {},
+       .counters = o.counters});
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;

@@ -29,6 +29,7 @@ struct RecordOptions {
   bool accelerator_only = false;
   bool json = false;  // machine-readable results on stdout (record_json.hpp) instead of the summary
   double gc_threshold_ms = -1;  // --gc-threshold-ms: list GC collections at least this long (< 0: none)
+  std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
 };
 
 // Returns the exit code (see `gilspy record --help`).

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.hpp"
+#include "cli/counter_table.hpp"
 #include "cli/gc_summary_lines.hpp"
 #include "cli/stack_summary_text.hpp"
 #include "cli/summary_table.hpp"
@@ -178,6 +179,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
   gc_summary_lines(out, summary, in.gc_why_off);
   thread_table(out, in, o);
   stack_summary_lines(out, summary.stacks(), summary.duration_ns());
+  append_counter_table(out, summary, o.max_threads);
   return out;
 }
 

@@ -87,6 +87,9 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::StackDef& x) { stacks_.stack(id, x); },
           [&](const raw::StackSample& x) { model_.thread_function(id, x.tid, stacks_.innermost_text(id, x.stack)); },
           [](const raw::StackStats&) {},
+          [&](const raw::CounterSetup& x) { counter_setup(id, x); },
+          [&](const raw::CounterSample& x) { counter_sample(id, x); },
+          [](const raw::ThreadSwitches&) {},  // totals over a recording: for its summary, not a live window
           [&](const raw::Stats& x) {
             model_.stats(id, x.ts,
                          {.polls = x.polls,

@@ -35,6 +35,13 @@ class ScreenSink final : public Sink {
  private:
   void take_snapshot(bool last);
   void flush_tick();  // the tick whose records were delivered, if any, becomes a snapshot
+  // The CPU columns (screen_sink_cpu.cpp): where each target's perf values sit, and its pieces into the model.
+  void counter_setup(raw::TargetId id, const raw::CounterSetup& s);
+  void counter_sample(raw::TargetId id, const raw::CounterSample& s);
+  struct CounterIndex {
+    int cycles = -1, instructions = -1, cache_misses = -1, branch_misses = -1;
+  };
+  std::map<raw::TargetId, CounterIndex> counter_index_;
 
   OnSnapshot on_snapshot_;
   top::TopModel model_{0};

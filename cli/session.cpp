@@ -22,6 +22,7 @@
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
 #include "base/terminal_text.hpp"
+#include "cli/counter_setup.hpp"
 #include "cli/launch.hpp"
 #include "cli/process_discovery.hpp"
 #include "sampler/attach.hpp"
@@ -41,6 +42,7 @@ struct Target {
   sampler::Interpreter interp;
   std::unique_ptr<sampler::ProcTaskStateSource> tasks;
   std::unique_ptr<sampler::ProcessSampler> sampler;
+  TargetCounters counters;  // scheduler figures and perf counters per thread (counter_setup.hpp)
 };
 
 // The target's RANK, else its LOCAL_RANK (launchers that set only that one), else 0.
@@ -114,6 +116,8 @@ struct Session::Impl {
   std::map<std::string, int64_t> not_ready_since;
   bool discovery_full = false;  // the poll loop's target table is full: nothing more is added
   std::vector<SkippedTarget> skipped;
+  // Declared after `targets`, so that its thread is stopped before the targets' perf groups are destroyed.
+  SessionCounters counters;
 
   bool launch_mode() const { return !options.command.empty(); }
   void note(const std::string& line) const {
@@ -298,6 +302,7 @@ void Session::Impl::prepare_target(Target& t) {
   }
   t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id, sampler_options);
   i.sampler = t.sampler.get();
+  counters.attach(t.counters, *t.sampler, i.pid, queue, i.id);
 }
 
 // Records from the poll thread to every sink, on the session's timeline, threads named.
@@ -341,6 +346,7 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
+  m.counters.start(m.options.counters, [&m](const std::string& line) { m.note(line); });
   for (auto& t : m.targets) m.prepare_target(*t);
   if (m.options.discover != Discover::kNone) {
     m.discover(true);
@@ -391,6 +397,7 @@ SessionOutcome Session::run() {
   Impl& m = *impl_;
   for (const auto& t : m.targets) {
     for (Sink* s : m.sinks) s->start(t->info);
+    for (Sink* s : m.sinks) s->record(t->info, m.counters.setup_record());
   }
 
   // The poll loop on its own thread; everything else on this one. Looking for every Python process, it keeps
@@ -436,6 +443,7 @@ SessionOutcome Session::run() {
     if (!done && !stop && m.discovering() && ++drains % kDiscoverEveryDrains == 0) {
       for (Target* t : m.discover(false)) {
         for (Sink* s : m.sinks) s->start(t->info);
+        for (Sink* s : m.sinks) s->record(t->info, m.counters.setup_record());
         loop.add(*t->sampler);
       }
     }
@@ -461,6 +469,7 @@ SessionOutcome Session::run() {
   }
   poller.join();
   m.drain();
+  m.counters.report([&m](const std::string& line) { m.note(line); });
 
   const auto& lc = loop.counters();
   SessionEnd end;
@@ -485,6 +494,10 @@ SessionOutcome Session::run() {
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
+    if (t->counters.threads) {  // read after the poll thread was joined
+      fig.counter_reads = t->counters.threads->reads();
+      fig.switch_reads = t->counters.threads->switch_reads();
+    }
     fig.threads_truncated = t->sampler->truncated_threads();
     // A target that ended by itself says how (exited, exec'd); the others share the session's reason.
     const sampler::TargetEnd cause = t->sampler->end_cause();

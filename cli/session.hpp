@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/sink.hpp"
+#include "raw/counter_kinds.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace boost::asio {
@@ -46,6 +47,9 @@ struct SessionOptions {
   // One line for the user (printable: target text escaped): which processes were found, which were skipped
   // and why. Default: "gilspy: LINE" on stderr.
   std::function<void(const std::string&)> note;
+  // perf counters on every thread (`--counters`; empty: the scheduler figures only, which are always read).
+  // Those this machine cannot count are named once through `note`; the recording goes on with the rest.
+  std::vector<raw::CounterKind> counters;
 };
 
 // A process that was to be recorded and is not: a pid of several named (-p) that cannot be read (gone, not

@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "cli/commands.hpp"
+#include "sampler/perf_counters.hpp"
 
 namespace gilspy::cli {
 
@@ -62,6 +63,12 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_flag("--no-stacks", a.no_stacks,
                "Do not read Python stacks or thread names (the holder's stack at each hold, each waiter's when it "
                "starts waiting; threading.Thread.name)");
+  cmd.add_option("--counters", a.counters_text,
+                 "Also count these perf events on every thread, split by GIL role (comma-separated, perf's names: "
+                 "cycles, instructions, cache-misses, branch-misses, ...; 'all' for everything this machine has). "
+                 "The software events (task-clock, context-switches, cpu-migrations, page-faults) are always "
+                 "included; CPU time, run-queue delay and switches are recorded without this option too")
+      ->type_name("LIST");
   cmd.add_option("command", a.command,
                  "Program to launch and " + verb + " (after --). With neither this nor -p: every Python process "
                  "this user may read");
@@ -106,6 +113,11 @@ sampler::PollLoopOptions TargetArgs::loop() const {
           .realtime = !no_realtime,
           .read_gc = !no_gc,
           .stacks = {.enabled = !no_stacks, .max_depth = stack_depth}};
+}
+
+std::vector<raw::CounterKind> TargetArgs::counters() const {
+  if (counters_text.empty()) return {};
+  return sampler::parse_counter_list(counters_text);
 }
 
 void warn_if_rate_too_high(double rate_hz, bool busy) {

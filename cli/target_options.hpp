@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/session.hpp"
+#include "raw/counter_kinds.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace gilspy::cli {
@@ -30,6 +31,7 @@ struct TargetArgs {
   bool no_gc = false;           // hidden --no-gc: do not read the GC state (a benchmark knob)
   int stack_depth = 64;         // innermost Python frames kept per stack sample
   bool no_stacks = false;       // neither stacks nor Python thread names
+  std::string counters_text;    // --counters LIST ("" when not given)
   CLI::Option* rate_option = nullptr;
 
   // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).
@@ -39,6 +41,9 @@ struct TargetArgs {
   // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1
   // s.
   sampler::PollLoopOptions loop() const;
+  // --counters: the perf counters to count on every thread (empty without the option). Throws Error(kUsage)
+  // for a name it does not know, listing the valid ones.
+  std::vector<raw::CounterKind> counters() const;
 };
 
 // Adds the shared options to `cmd`; `verb` completes the help texts ("record", "watch").

@@ -55,7 +55,7 @@ class TopView {
       std::fflush(stdout);
     } else {
       if (shown_ > 1) std::fputs("\n", stdout);
-      std::fputs(top::render_batch(s).c_str(), stdout);
+      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.counters.empty()).c_str(), stdout);
       std::fflush(stdout);
     }
     if (o_.count > 0 && shown_ >= o_.count) session_.request_stop();
@@ -148,7 +148,7 @@ int run_top(const TopOptions& o) {
   SessionOptions so{
       .pids = o.pids, .command = o.command, .loop = o.loop, .attach_timeout_s = o.attach_timeout_s,
       .strict_version = o.strict_version, .discover = o.discover, .follow = o.follow,
-      .accelerator_only = o.accelerator_only, .note = {}};
+      .accelerator_only = o.accelerator_only, .note = {}, .counters = o.counters};
   // Notes while the live screen is up (a process found, one skipped) wait until the terminal is restored.
   std::vector<std::string> held_notes;
   bool hold_notes = false;

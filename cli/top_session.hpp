@@ -25,6 +25,7 @@ struct TopOptions {
   bool batch = false;       // plain snapshots on stdout (also when stdin or stdout is not a terminal)
   bool json = false;        // one JSON object per snapshot per line (batch)
   std::string output_dir;   // "" for none; else the raw files and traces go there too
+  std::vector<raw::CounterKind> counters;  // --counters (session.hpp); batch output then adds the CPU table
 };
 
 // Returns the exit code (see `gilspy top --help`).

@@ -21,6 +21,7 @@
 
 #include "base/error.hpp"
 #include "base/output_file.hpp"
+#include "convert/counter_tracks.hpp"
 #include "convert/gc_trace.hpp"
 #include "convert/input_events.hpp"
 #include "convert/namespace_lanes.hpp"
@@ -221,6 +222,16 @@ class EventWriter {
     b.append(std::string_view("}"));
     end();
   }
+  // A counter on a thread's behalf; `args` is JSON object text (several values: one track each in Perfetto).
+  void counter_args(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view args) {
+    const int64_t lane_tid = lane(tid);
+    auto& b = begin();
+    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"cpu","name":"{}","pid":{},"tid":{},"ts":)", name,
+                   pid, lane_tid);
+    append_ts(b, ts);
+    fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
+    end();
+  }
   // `value` is already JSON text.
   void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view key,
                 std::string_view value) {
@@ -416,6 +427,9 @@ class InputConverter {
                    [](const raw::StackDef&) {},
                    [](const raw::StackSample&) {},
                    [](const raw::StackStats&) {},
+                   [&](const raw::CounterSetup& x) { tracks_.setup(x); },
+                   [&](const raw::CounterSample& x) { tracks_.sample(x); },
+                   [](const raw::ThreadSwitches&) {},  // totals only: in the summary
                },
                r);
   }
@@ -423,6 +437,7 @@ class InputConverter {
   // After the input's last event: names for lanes no T record named; the input's entry for otherData.
   json finish(const raw::ReadResult& result) {
     if (waiters_now_ != 0) waiters_slice(std::max(last_seen_ns_, waiters_since_));
+    tracks_.finish();
     for (auto& [tid, l] : lanes_) {
       if (!l.named) name_lane(tid, l, fmt::format("thread {}", tid));
     }
@@ -548,6 +563,9 @@ class InputConverter {
   std::optional<raw::Stats> last_stats_;
   raw::SummaryBuilder summary_;
   StackSlices stacks_;
+  CounterTracks tracks_{[this](const std::string& name, int64_t tid, int64_t ts, const std::string& args) {
+    out_.counter_args(name, pid_, tid, offset_ns_ + ts, args);
+  }};
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "raw/counter_lines.hpp"
 #include "raw/event_line.hpp"
 
 namespace gilspy::raw {
@@ -161,6 +162,10 @@ bool duration_ok(int64_t d) {
 // reader says so).
 enum class Fast { kRecord, kGeneric, kGiveUp };
 Fast fast_record(std::string_view s, Record& r) {
+  if (CounterSample c; fast_counter_sample(s, c)) {  // "C": as many lines as H and W (raw/counter_lines.hpp)
+    r = c;
+    return Fast::kRecord;
+  }
   std::array<int64_t, 8> f{};
   size_t n = 0;
   if (!int_fields(s, f, n)) return Fast::kGeneric;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "raw/counter_lines.hpp"
 #include "raw/event_line.hpp"
 #include "raw/fast_reader.hpp"
 #include "raw/gc_lines.hpp"
@@ -113,6 +114,9 @@ std::optional<std::string> record_line(const Record& r) {
           [](const ThreadName& x) -> std::optional<std::string> { return stack_line(x); },
           [](const StackSample& x) -> std::optional<std::string> { return stack_line(x); },
           [](const StackStats& x) -> std::optional<std::string> { return stack_line(x); },
+          [](const CounterSetup& x) -> std::optional<std::string> { return counter_setup_line(x); },
+          [](const CounterSample& x) -> std::optional<std::string> { return counter_sample_line(x); },
+          [](const ThreadSwitches& x) -> std::optional<std::string> { return thread_switches_line(x); },
       },
       r);
 }
@@ -304,8 +308,10 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
-  // One letter, or two (format_version 3: the GC kinds "G?", the stack kinds "F?" and "K?").
+  // One letter, or two (format_version 3: the GC kinds "G?", the stack kinds "F?" and "K?", the counters'
+  // "CD" and "CS").
   const std::string tag = a.is_array() && !a.empty() && a[0].is_string() ? a[0].get<std::string>() : "";
+  if (is_counter_kind(tag)) return counter_record_from_json(a, bad);
   if (tag.empty() || (tag.size() != 1 && !(tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K' || tag[0] == 'G')))) {
     throw bad("is not [\"<kind>\", ...]");
   }

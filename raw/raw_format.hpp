@@ -21,6 +21,10 @@
 //   ["K",tid,ts,since,"h"|"w",stack]                a stack sample of the hold / wait begun at since (3)
 //   ["KN",tid,ts,"name","os_name"]   the thread's Python name (threading.Thread.name) from ts on (3)
 //   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]   stack costs (3)
+//   ["CD",ts,[names],{name:why},max] the counters of the "C" lines, and those that could not be counted (3)
+//   ["C",tid,ts,dur,role,time,cpu,delay,slices,holds,preempted,preempted_ns,[values]]  a thread's figures in
+//                                    one GIL role over a ~100 ms window (3)
+//   ["CS",tid,ts,voluntary,involuntary]  a thread's context switches so far (3)
 //   ["F"]],                          end of events
 //   "summary":{...}}
 //
@@ -31,9 +35,9 @@
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
-// Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (garbage collections) and the stack
-// kinds "F" (with fields: ["F"] alone still ends the events), "FS", "K", "KN", "KC" (2 files read the same);
-// the reader accepts every version up to kFormatVersion,
+// Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (garbage collections), the stack
+// kinds "F" (with fields: ["F"] alone still ends the events), "FS", "K", "KN", "KC", and the counter kinds
+// "CD", "C", "CS" (raw/counter_lines.hpp) (2 files read the same); the reader accepts every version up to kFormatVersion,
 // says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
 // kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
 // stored kind does (older readers reject unknown kinds).

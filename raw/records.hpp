@@ -11,11 +11,14 @@
 // Records cross the poll thread's queue, which must not allocate: every kind is a few integers, except
 // ThreadStart's name, which the sampler leaves empty (an empty std::string moves without allocating) and the
 // session fills in from /proc, and the stack kinds' strings and frame lists, filled from the sampler's tables.
+#include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
+#include "raw/counter_kinds.hpp"
 #include "raw/gc_records.hpp"
 
 namespace gilspy::raw {
@@ -191,9 +194,63 @@ struct StackStats {
   bool operator==(const StackStats&) const = default;
 };
 
+// What the CPU did meanwhile (format_version 3; docs/raw-format.md explains the figures). The counters of
+// this target's "C" lines, named once at the start by the session (not the sampler: it carries
+// text), with the ones asked for that cannot be counted and why. Raw line:
+// ["CD",ts,[names...],{name:reason,...},perf_threads_max].
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+struct CounterSetup {
+  int64_t ts = 0;
+  uint8_t count = 0;                                  // perf counters per thread (0: none asked or usable)
+  std::array<CounterKind, kMaxCounterValues> kinds{};  // what values[i] of a CounterSample counts
+  std::vector<std::pair<std::string, std::string>> unavailable;  // asked for, not counted: {name, reason}
+  int64_t perf_threads_max = 0;  // perf groups are opened on at most this many threads at once (fd limit)
+  bool operator==(const CounterSetup&) const = default;
+};
+#pragma GCC diagnostic pop
+
+// A hold counts as preempted when its holder waited at least this long for a CPU while holding the GIL: a
+// time slice lost to another runnable thread (a CFS slice is a few ms), not the microseconds a waking thread
+// takes on the holder's CPU.
+inline constexpr int64_t kPreemptedHoldMinNs = 1'000'000;
+
+// What one thread did in one GIL role over a window [ts, ts + dur) (about 100 ms; a record per role the
+// thread was in): its time in that role, and over that time its scheduler figures
+// (/proc/PID/task/TID/schedstat) and perf counts, split by role where the role changed between two reads
+// (sampler/thread_counters.hpp says how). Raw line:
+// ["C",tid,ts,dur,role,time_ns,cpu_ns,run_delay_ns,slices,holds,preempted_holds,preempted_ns,[values...]]
+// (role "H", "W" or "R").
+struct CounterSample {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  int64_t dur = 0;
+  GilRole role = GilRole::kReleased;
+  uint8_t count = 0;           // values below: 0 when the thread had no perf counts in the window
+  uint32_t holds = 0;          // holding: holds that began in the window
+  int64_t time_ns = 0;         // in `role` within the window, with scheduler figures (0: the thread was gone)
+  int64_t cpu_ns = 0;          // ...of it on a CPU
+  int64_t run_delay_ns = 0;    // ...runnable but waiting for a CPU (the run queue)
+  uint32_t slices = 0;         // times it was switched onto a CPU
+  uint32_t preempted_holds = 0;  // holding: holds that ended in the window whose holder waited >= kPreemptedHoldMinNs
+  int64_t preempted_ns = 0;      // ...the time they waited for a CPU while holding
+  std::array<uint64_t, kMaxCounterValues> values{};  // CounterSetup::kinds order
+  bool operator==(const CounterSample&) const = default;
+};
+
+// A thread's voluntary and involuntary context switches so far, as the kernel counts them since the thread
+// began (/proc/PID/task/TID/status), read at a low rate. Raw line: ["CS",tid,ts,voluntary,involuntary].
+struct ThreadSwitches {
+  int64_t tid = 0;
+  int64_t ts = 0;
+  uint64_t voluntary = 0;
+  uint64_t involuntary = 0;
+  bool operator==(const ThreadSwitches&) const = default;
+};
+
 using Record = std::variant<ThreadStart, ThreadEnd, Hold, Wait, Waiters, Stats, ProcessStopped, ThreadState,
                             GcCollection, GcUntimed, GcCounts, GcSettings, FrameDef, StackDef, ThreadName,
-                            StackSample, StackStats>;
+                            StackSample, StackStats, CounterSetup, CounterSample, ThreadSwitches>;
 
 // A record and the target it belongs to: what goes through the sampler's queue to the session.
 struct TargetRecord {
@@ -219,7 +276,8 @@ inline int64_t end_of(const Record& r) {
       overloaded{[](const Hold& x) { return x.ts + x.dur; }, [](const Wait& x) { return x.ts + x.dur; },
                  [](const ProcessStopped& x) { return x.ts + x.dur; },
                  [](const GcCollection& x) { return x.ts + x.dur; },
-                 [](const GcUntimed& x) { return x.ts + x.window; }, [](const auto& x) { return x.ts; }},
+                 [](const GcUntimed& x) { return x.ts + x.window; },
+                 [](const CounterSample& x) { return x.ts + x.dur; }, [](const auto& x) { return x.ts; }},
       r);
 }
 // Moves every time in the record by `delta` ns (CLOCK_MONOTONIC -> the recording's timeline).

@@ -75,6 +75,9 @@ void SummaryBuilder::add(const Record& r) {
                  [](const StackDef&) {},
                  [](const StackSample&) {},
                  [](const StackStats&) {},
+                 [&](const CounterSetup& x) { counters_.add(x); },
+                 [&](const CounterSample& x) { counters_.add(x); },
+                 [&](const ThreadSwitches& x) { counters_.add(x); },
              },
              r);
 }
@@ -114,7 +117,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                        {"longest_hold_ns", t.longest_hold_ns},
                        {"longest_wait_ns", t.longest_wait_ns}});
   }
-  return {{"duration_ns", duration_ns()},
+  nlohmann::json out = {{"duration_ns", duration_ns()},
           {"stop_reason", loop.stop_reason},
           {"stopped_ns", stopped_ns_},
           {"stops", stops_},
@@ -134,6 +137,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"dropped_events", loop.dropped_events},
           {"unknown_holder_polls", loop.unknown_holder_polls},
           {"task_reads", loop.task_reads},
+          {"counter_reads", loop.counter_reads},
+          {"switch_reads", loop.switch_reads},
           {"threads_truncated", loop.threads_truncated},
           {"handoffs_seen", stats_.handoffs_seen},
           {"handoffs_total", stats_.handoffs_total},
@@ -142,6 +147,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
           {"threads", threads},
           {"gc", gc_.to_json(duration_ns(), wait_ns())},
           {"stacks", stacks_.to_json(duration_ns())}};
+  if (counters_.any()) out["counters"] = counters_.to_json();
+  return out;
 }
 
 int64_t SummaryBuilder::wait_ns() const {

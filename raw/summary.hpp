@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "raw/counter_summary.hpp"
 #include "raw/gc_summary.hpp"
 #include "raw/records.hpp"
 #include "raw/stack_summary.hpp"
@@ -37,6 +38,7 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   uint64_t budget_limited = 0;  // polls taken while the CPU budget held the peak rate down
   std::string stop_reason;
   bool threads_truncated = false;
+  uint64_t counter_reads = 0, switch_reads = 0;  // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
 };
 
 class SummaryBuilder {
@@ -57,6 +59,7 @@ class SummaryBuilder {
   GcSummary& gc() { return gc_; }
   int64_t wait_ns() const;  // all threads' GIL waiting together
   const StackSummary& stacks() const { return stacks_; }  // which code held and waited (stack samples)
+  const CounterSummary& counters() const { return counters_; }  // CPU, scheduler and perf figures per role
 
  private:
   GcSummary gc_;
@@ -69,6 +72,7 @@ class SummaryBuilder {
   int64_t stopped_ns_ = 0;
   uint64_t stops_ = 0;
   StackSummary stacks_;
+  CounterSummary counters_;
 };
 
 }  // namespace gilspy::raw

@@ -126,6 +126,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   t.role = role;
   t.since_ns = at;
   if (stacks_) stacks_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
+  if (thread_counters_ != nullptr) thread_counters_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
 }
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
@@ -164,6 +165,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
     }
     if (!still) {
       set_role(t, GilRole::kReleased, t_mid);
+      if (thread_counters_ != nullptr) thread_counters_->thread_removed(i, t_mid);  // its last figures before its end
       emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
       tasks_.thread_removed(i);
       if (stacks_) stacks_->thread_removed(i);
@@ -187,6 +189,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.since_ns = t_mid;
       tasks_.thread_added(i, t.ref.tid);
       if (stacks_) stacks_->thread_added(i, t.ref.tstate, t.ref.pthread_id, t.ref.tid, t_mid);
+      if (thread_counters_ != nullptr) thread_counters_->thread_added(i, t.ref.tid, t.role, t_mid);
       emit(raw::ThreadStart{.tid = t.ref.tid,
                             .ts = t_mid,
                             .tstate = t.ref.tstate,
@@ -389,6 +392,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   watched_ = last;
   prev_ = g;
   t_prev_ = t_now;
+  if (thread_counters_ != nullptr) thread_counters_->after_poll(t_now);
   return true;
 }
 
@@ -434,6 +438,7 @@ void ProcessSampler::finish(int64_t t_end) {
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);
+    if (thread_counters_ != nullptr) thread_counters_->thread_removed(i, t_end);
     emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_end});
     tasks_.thread_removed(i);
     if (stacks_) stacks_->thread_removed(i);

@@ -21,6 +21,7 @@
 #include "sampler/stack_sampler.hpp"
 #include "sampler/task_cpu.hpp"
 #include "sampler/task_syscall.hpp"
+#include "sampler/thread_counters.hpp"
 #include "sampler/threads.hpp"
 
 namespace gilspy::sampler {
@@ -114,6 +115,9 @@ class ProcessSampler {
   void stack_work(int64_t deadline);
   // Where the session finds the text of the stack records (nullptr when stacks are off or unknown here).
   const StackTables* stack_tables() const { return stacks_ ? &stacks_->tables() : nullptr; }
+  // Scheduler figures and counters per thread and GIL role (thread_counters.hpp), told of every thread and
+  // role change and read after each poll. Set before the first poll; null: none.
+  void set_counters(ThreadCounters* counters) { thread_counters_ = counters; }
 
  private:
   struct Track {
@@ -183,6 +187,7 @@ class ProcessSampler {
   std::vector<uint8_t> span_bytes_;
   size_t gil_in_span_ = 0;
   std::unique_ptr<StackSampler> stacks_;  // null with --no-stacks or without a stack layout
+  ThreadCounters* thread_counters_ = nullptr;
 };
 
 }  // namespace gilspy::sampler

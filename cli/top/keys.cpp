@@ -25,6 +25,7 @@ std::vector<Key> decode_keys(std::string_view bytes) {
       case 't': keys.push_back(Key::kToggleTotals); break;
       case 'p': keys.push_back(Key::kTogglePause); break;
       case 'r': keys.push_back(Key::kReset); break;
+      case 'c': keys.push_back(Key::kToggleCpu); break;
       case 'q':
       case 'Q': keys.push_back(Key::kQuit); break;
       default: break;
@@ -40,6 +41,7 @@ bool apply_view_key(Key key, RenderOptions& o) {
     case Key::kSortTid: o.sort = SortKey::kTid; return true;
     case Key::kToggleTotals: o.totals = !o.totals; return true;
     case Key::kTogglePause: o.paused = !o.paused; return true;
+    case Key::kToggleCpu: o.cpu = !o.cpu; return true;
     case Key::kReset:
     case Key::kQuit: return false;
   }

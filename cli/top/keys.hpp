@@ -9,9 +9,9 @@
 
 namespace gilspy::top {
 
-enum class Key { kSortHold, kSortWait, kSortTid, kToggleTotals, kTogglePause, kReset, kQuit };
+enum class Key { kSortHold, kSortWait, kSortTid, kToggleTotals, kTogglePause, kReset, kQuit, kToggleCpu };
 
-// h, w, i, t, p, r, q (and Q); anything else is ignored.
+// h, w, i, t, p, r, q (and Q), c; anything else is ignored.
 std::vector<Key> decode_keys(std::string_view bytes);
 
 // Applies what only changes the view (sort, totals, pause) to `o`; returns false for the keys the session

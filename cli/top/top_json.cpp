@@ -51,6 +51,29 @@ nlohmann::json thread_figures(const ThreadFigures& f) {
           {"longest_wait_s", seconds(f.longest_wait_ns)}};
 }
 
+// Per role: seconds on a CPU and waiting for one, over the seconds covered; perf ratios where counted.
+nlohmann::json cpu_figures(const CpuFigures& f) {
+  if (!f.any) return nullptr;
+  auto piece = [](const CpuPiece& p) {
+    nlohmann::json j = {{"time_s", seconds(p.time_ns)},
+                        {"cpu_s", seconds(p.cpu_ns)},
+                        {"run_delay_s", seconds(p.run_delay_ns)},
+                        {"slices", p.slices}};
+    if (p.counted) {
+      j["cycles"] = p.cycles;
+      j["instructions"] = p.instructions;
+    }
+    if (p.misses_counted) {
+      j["cache_misses"] = p.cache_misses;
+      j["branch_misses"] = p.branch_misses;
+    }
+    return j;
+  };
+  return {{"holding", piece(f.role(Role::kHolding))},
+          {"waiting", piece(f.role(Role::kWaiting))},
+          {"released", piece(f.role(Role::kReleased))}};
+}
+
 }  // namespace
 
 std::string render_json(const TopSnapshot& s) {
@@ -63,7 +86,9 @@ std::string render_json(const TopSnapshot& s) {
                          {"function", t.function.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.function)},
                          {"ended", t.ended},
                          {"interval", thread_figures(t.interval)},
-                         {"total", thread_figures(t.total)}});
+                         {"total", thread_figures(t.total)},
+                         {"cpu_interval", cpu_figures(t.cpu_interval)},
+                         {"cpu_total", cpu_figures(t.cpu_total)}});
     }
     nlohmann::json extra = nlohmann::json::array();
     for (const Figure& f : p.extra) extra.push_back({{"label", f.label}, {"value", f.value}, {"unit", f.unit}});

@@ -44,6 +44,7 @@ void TopModel::thread_started(uint32_t id, int64_t tid, std::string name, int64_
   if (t.account.is_ended()) {  // the OS reused the id: a new thread, whose figures start afresh
     t.account = ThreadAccount{};
     t.shown_after_end = 0;
+    t.cpu = CpuAccount{};
   }
   t.name = std::move(name);
   t.account.seen(ts_ns);
@@ -126,6 +127,13 @@ void TopModel::process_ended(uint32_t id, int64_t ts_ns) {
   }
 }
 
+void TopModel::cpu(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns, const CpuPiece& piece) {
+  Process& p = process(id);
+  const auto it = p.threads.find(tid);
+  if (it == p.threads.end()) return;  // a thread the model no longer (or never) showed
+  it->second.cpu.add(role, start_ns, dur_ns, piece, bounds());
+}
+
 ProcessFigures TopModel::process_figures(const Process& p, int64_t period_start_ns, int64_t now_ns,
                                          int64_t busy_ns) const {
   ProcessFigures f;
@@ -157,6 +165,7 @@ ProcessRow TopModel::close_process(Process& p, int64_t now_ns) {
     tr.function = t.function;
     tr.ended = t.account.is_ended();
     const Credited c = t.account.close_window(now_ns, b, tr.interval, tr.total);
+    t.cpu.close_window(tr.cpu_interval, tr.cpu_total);
     p.busy_window_ns += c.window_ns;
     p.busy_total_ns += c.total_ns;
     if (tr.ended) ++t.shown_after_end;
@@ -200,7 +209,10 @@ void TopModel::reset(int64_t now_ns) {
     p.waiters.reset_totals();
     p.polls.reset_totals();
     p.gc.reset_totals();
-    for (auto& [tid, t] : p.threads) t.account.reset_totals();
+    for (auto& [tid, t] : p.threads) {
+      t.account.reset_totals();
+      t.cpu.reset_totals();
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli/top/cpu_account.hpp"
 #include "cli/top/gc_account.hpp"
 #include "cli/top/process_gauges.hpp"
 #include "cli/top/thread_account.hpp"
@@ -45,6 +46,8 @@ class TopModel {
   void gc_collection(uint32_t id, int32_t generation, int64_t ts_ns, int64_t dur_ns, int64_t wait_ns);
   void gc_untimed(uint32_t id, int32_t generation, uint64_t n, int64_t ts_ns);
   void gc_settings(uint32_t id, bool enabled, int64_t ts_ns);  // gc.isenabled(), first and on change
+  // The thread's CPU over [start_ns, start_ns + dur_ns] in `role` (the CPU columns).
+  void cpu(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns, const CpuPiece& piece);
 
   TopSnapshot snapshot(int64_t now_ns);  // closes the window [previous snapshot, now_ns]
   void reset(int64_t now_ns);            // totals and the window restart at now_ns
@@ -56,6 +59,7 @@ class TopModel {
     std::string function;  // the innermost function of its last stack sample
     ThreadAccount account;
     int shown_after_end = 0;
+    CpuAccount cpu;
   };
   struct Process {
     ProcessInfo info;

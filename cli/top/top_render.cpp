@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.hpp"
+#include "cli/top/cpu_columns.hpp"
 #include "cli/top/gc_format.hpp"
 
 namespace gilspy::top {
@@ -58,15 +59,18 @@ struct Group {
   std::vector<Line> rows;
 };
 
-Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, bool totals, std::size_t width) {
+Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, bool totals, std::size_t width,
+                  const CpuLayout* cpu = nullptr) {
   Group g;
   g.head.push_back(process_line(p));
   for (Line& l : figure_lines(p, totals, width)) g.head.push_back(std::move(l));
   if (const auto& gc = (totals ? p.total : p.interval).gc)
     g.head.push_back(Line{{{"  " + gc_row_text(*gc), Style::kPlain}}, false});
   if (!p.warning.empty()) g.head.push_back(Line{{{"  ! " + escape_for_terminal(p.warning), Style::kWarn}}, false});
-  g.head.push_back(table_heading(layout));
-  for (const ThreadRow* t : sorted_threads(p, sort, totals)) g.rows.push_back(table_row(layout, *t, totals));
+  g.head.push_back(cpu != nullptr ? cpu_heading(*cpu) : table_heading(layout));
+  for (const ThreadRow* t : sorted_threads(p, sort, totals)) {
+    g.rows.push_back(cpu != nullptr ? cpu_row(*cpu, *t, totals) : table_row(layout, *t, totals));
+  }
   return g;
 }
 
@@ -93,8 +97,9 @@ std::vector<std::size_t> share_rows(const std::vector<Group>& groups, std::size_
 
 std::string help_text(std::size_t width) {
   // The longest form that fits: a cut help line would hide `q quit`, the key a lost user looks for.
-  for (const char* text : {"h sort HOLD%  w sort WAIT%  i sort TID  t totals/interval  p pause  r reset  q quit",
-                           "h/w/i sort  t totals  p pause  r reset  q quit", "h w i t p r q"}) {
+  for (const char* text :
+       {"h sort HOLD%  w sort WAIT%  i sort TID  c CPU/GIL columns  t totals/interval  p pause  r reset  q quit",
+        "h/w/i sort  c CPU  t totals  p pause  r reset  q quit", "h w i c t p r q"}) {
     if (display_width(text) <= width) return text;
   }
   return "q";
@@ -106,9 +111,12 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
   const auto width = static_cast<std::size_t>(o.width);
   const auto height = static_cast<std::size_t>(o.height);
   const TableLayout layout = layout_table(width);
+  const CpuLayout cpu_layout = layout_cpu_table(width);
 
   std::vector<Group> groups;
-  for (const ProcessRow& p : s.processes) groups.push_back(build_group(p, layout, o.sort, o.totals, width));
+  for (const ProcessRow& p : s.processes) {
+    groups.push_back(build_group(p, layout, o.sort, o.totals, width, o.cpu ? &cpu_layout : nullptr));
+  }
 
   // Title and help take two rows, each group its head and a blank line before it.
   std::size_t fixed = 2;
@@ -136,7 +144,7 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
   return out;
 }
 
-std::string render_batch(const TopSnapshot& s, SortKey sort, bool totals) {
+std::string render_batch(const TopSnapshot& s, SortKey sort, bool totals, bool cpu) {
   // Wide enough for every column and the longest name; nothing is dropped in a batch.
   constexpr std::size_t kWidth = 160;
   const TableLayout layout = layout_table(kWidth);
@@ -147,10 +155,15 @@ std::string render_batch(const TopSnapshot& s, SortKey sort, bool totals) {
     out += text + "\n";
   };
   add(title_line(s, sort, totals, false));
+  const CpuLayout cpu_layout = layout_cpu_table(kWidth);
   for (const ProcessRow& p : s.processes) {
     const Group g = build_group(p, layout, sort, totals, kWidth);
     for (const Line& l : g.head) add(l);
     for (const Line& l : g.rows) add(l);
+    if (cpu) {
+      add(cpu_heading(cpu_layout));
+      for (const ThreadRow* t : sorted_threads(p, sort, totals)) add(cpu_row(cpu_layout, *t, totals));
+    }
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // The plain data of `gilspy top`: what the recording core feeds the model (through a thin adapter, so this
 // header knows nothing of the sampler or the raw format), and the snapshot the model hands the renderers.
 // Times are nanoseconds on one clock (the sampler's); durations are nanoseconds; shares are fractions 0..1.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,7 +38,28 @@ struct Figure {
   std::string unit;  // printed after the value ("ms", "%"); may be empty
 };
 
+// What the CPU did for one thread over a stretch in one role (the sampler's per-role counters): fed with
+// TopModel::cpu(), summed per period into CpuFigures.
+struct CpuPiece {
+  int64_t time_ns = 0;  // covered by scheduler figures
+  int64_t cpu_ns = 0;        // on a CPU
+  int64_t run_delay_ns = 0;  // runnable, waiting for a CPU
+  uint64_t slices = 0;       // times switched onto a CPU
+  bool counted = false;      // cycles and instructions were counted (perf)
+  uint64_t cycles = 0, instructions = 0;
+  bool misses_counted = false;  // cache-misses and branch-misses were counted
+  uint64_t cache_misses = 0, branch_misses = 0;
+};
+
 // ---- snapshot ----------------------------------------------------------------------------------------------
+
+// One thread's CPU over one period, per role (indexed by Role: holding, waiting, released).
+struct CpuFigures {
+  std::array<CpuPiece, 3> roles{};
+  bool any = false;  // some figure reached the period
+  const CpuPiece& role(Role r) const { return roles[static_cast<std::size_t>(r)]; }
+  CpuPiece total() const;
+};
 
 // One thread over one period: the last interval, or everything since start / the last reset.
 struct ThreadFigures {
@@ -55,6 +77,7 @@ struct ThreadRow {
   std::string function;  // "qualname (file:line)" of its last stack sample; empty without one
   bool ended = false;
   ThreadFigures interval, total;
+  CpuFigures cpu_interval, cpu_total;  // the CPU columns (key c)
 };
 
 // The garbage collector over one period (issue 9; cli/top/gc_account.hpp): a collection counts in the period

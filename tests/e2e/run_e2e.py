@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+import scenarios_counters
 import scenarios_gc
 import scenarios_jobs
 import scenarios_stacks
@@ -1188,6 +1189,7 @@ SCENARIOS.update(scenarios_summary.SCENARIOS)
 SCENARIOS.update(scenarios_jobs.SCENARIOS)
 SCENARIOS.update(scenarios_gc.SCENARIOS)
 SCENARIOS.update(scenarios_stacks.SCENARIOS)
+SCENARIOS.update(scenarios_counters.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)

@@ -140,6 +140,11 @@ const std::vector<raw::Record> kEvery = {
                       .hold_lead = 200,
                       .held_dur = 900},
     raw::GcUntimed{.ts = 1300, .window = 100, .generation = 0, .n = 3, .collected = 12, .uncollectable = 0},
+    raw::CounterSample{.tid = 4242, .ts = 100, .dur = 5000, .role = raw::GilRole::kHolding, .count = 2,
+                       .holds = 1, .time_ns = 5000, .cpu_ns = 4900, .run_delay_ns = 100, .slices = 2,
+                       .preempted_holds = 0, .preempted_ns = 0, .values = {7, 0}},
+    raw::CounterSample{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = 0, .role = raw::GilRole::kReleased},
+    raw::ThreadSwitches{.tid = 4243, .ts = 6500, .voluntary = 3, .involuntary = 1},
     raw::ThreadEnd{.tid = 4243, .ts = 7000},
     raw::ThreadEnd{.tid = 4242, .ts = 7000},
 };
@@ -167,6 +172,9 @@ TEST_CASE("fast reader: a Writer file of every kind reads the same as through th
   same_both_ways(writer_file(kEvery, false), true);
 }
 
+// The first "C" line of kEvery, as the Writer writes it.
+const std::string kCounterLine = "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,0]]";
+
 TEST_CASE("fast reader: what the Writer would not write is handed to the SAX reader, with the same outcome") {
   const std::string f = writer_file(kEvery);
   auto replaced = [&](const std::string& from, const std::string& to) {
@@ -177,7 +185,10 @@ TEST_CASE("fast reader: what the Writer would not write is handed to the SAX rea
   };
   // Valid event lines in another form, which the fast path reads through nlohmann::json like the SAX reader.
   for (const std::string& v : {replaced("[\"H\",4242,100,5000]", "[\"H\", 4242, 100, 5000]"),
-                               replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,5000,\"new\",[1]]")}) {
+                               replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,5000,\"new\",[1]]"),
+                               replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7, 0]]"),
+                               replaced(kCounterLine,
+                                        "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,0],\"new\"]")}) {
     std::istringstream in(v);
     const raw::FastRead fast = raw::read_fast(
         in, "f.json", [](const raw::Meta&) {}, [](const raw::Record&) {});
@@ -191,6 +202,12 @@ TEST_CASE("fast reader: what the Writer would not write is handed to the SAX rea
       replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,05000]"),   // not JSON
       replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,99999999999999999999]"),
       replaced("[\"H\",4242,100,5000]", "[\"Q\",4242,100,5000]"),  // an unknown kind
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"X\",5000,4900,100,2,1,0,0,[7,0]]"),           // an unknown role
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,-4900,100,2,1,0,0,[7,0]]"),          // negative CPU
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[1,2,3,4,5,6,7,8,9]]"),  // 9 values
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[07,0]]"),          // not JSON
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,4294967296,1,0,0,[7,0]]"),  // slices
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,-0]]"),          // -0: signed
       replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100]"),       // a field short
       replaced("[\"N\",100,1]", "[\"N\",1152921504606846977,1]"),  // past 2^60
       replaced("\"events\":[", "\"x\":1,\n\"events\":["),          // an unknown member

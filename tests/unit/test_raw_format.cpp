@@ -98,6 +98,19 @@ std::vector<raw::Record> sample_records() {
   v.push_back(
       raw::GcUntimed{.ts = 950, .window = 100, .generation = 0, .n = 2, .collected = 7, .uncollectable = 0});
   v.push_back(raw::GcSettings{.ts = 1500, .enabled = false, .threshold = {700, 10, 10}});
+  raw::CounterSetup setup{.ts = 0, .count = 3, .kinds = {}, .unavailable = {{"cycles", "not supported"}},
+                          .perf_threads_max = 512};
+  setup.kinds[0] = raw::CounterKind::kTaskClock;
+  setup.kinds[1] = raw::CounterKind::kInstructions;
+  setup.kinds[2] = raw::CounterKind::kBranchMisses;
+  v.push_back(setup);
+  raw::CounterSample c{.tid = 31337, .ts = 1700, .dur = 300, .role = raw::GilRole::kHolding, .count = 3,
+                       .holds = 2, .time_ns = 250, .cpu_ns = 240, .run_delay_ns = 7, .slices = 2,
+                       .preempted_holds = 1, .preempted_ns = 5, .values = {}};
+  c.values = {280, 123456789012, 5};
+  v.push_back(c);
+  v.push_back(raw::CounterSample{.tid = 31340, .ts = 1700, .dur = 50, .role = raw::GilRole::kWaiting});
+  v.push_back(raw::ThreadSwitches{.tid = 31337, .ts = 1800, .voluntary = 40, .involuntary = 3});
   return v;
 }
 
@@ -264,7 +277,7 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
         meta_end = line_start + line.rfind('}') + 1;
       } else if (line_no >= 4 && !line.empty() && line[0] == '[') {
         if (line.substr(0, 5) != "[\"F\"]")
-          record_ends.push_back(line_start + line.find(']', line.rfind('"') + 1) + 1);
+          record_ends.push_back(line_start + line.rfind(']') + 1);  // one record a line: its last ']'
       }
       line_start = line_end + 1;
     }

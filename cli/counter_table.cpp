@@ -1,0 +1,130 @@
+#include "cli/counter_table.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "base/terminal_text.hpp"
+#include "cli/summary_table.hpp"
+
+namespace gilspy::cli {
+
+namespace {
+
+constexpr size_t kNameColumns = 30;
+
+std::string ms(int64_t ns) {
+  return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+}
+
+std::string pct(int64_t part, int64_t whole) {
+  return whole > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole))
+                   : "-";
+}
+
+std::string per_kilo(uint64_t n, uint64_t instructions) {
+  return instructions > 0
+             ? fmt::format("{:.2f}", 1000.0 * static_cast<double>(n) / static_cast<double>(instructions))
+             : "-";
+}
+
+// "cycles, instructions: not supported: ...; ref-cycles: does not fit ...": the counters left out, by reason.
+std::string unavailable_text(const raw::CounterSetup& s) {
+  std::vector<std::pair<std::string, std::string>> by_reason;
+  for (const auto& [name, why] : s.unavailable) {
+    auto it =
+        std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.second == why; });
+    if (it == by_reason.end()) {
+      by_reason.emplace_back(name, why);
+    } else {
+      it->first += ", " + name;
+    }
+  }
+  std::string out;
+  for (const auto& [names, why] : by_reason) out += (out.empty() ? "" : "; ") + names + ": " + why;
+  return out;
+}
+
+}  // namespace
+
+void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, size_t max_threads) {
+  const raw::CounterSummary& c = summary.counters();
+  if (!c.any()) return;
+  const raw::CounterSetup& setup = c.setup();
+  const auto cycles = c.index_of(raw::CounterKind::kCycles);
+  const auto instructions = c.index_of(raw::CounterKind::kInstructions);
+  const auto cache_misses = c.index_of(raw::CounterKind::kCacheMisses);
+  const auto branch_misses = c.index_of(raw::CounterKind::kBranchMisses);
+  const bool ipc = cycles && instructions;
+  const bool misses = instructions && (cache_misses || branch_misses);
+
+  std::string counted;
+  for (size_t i = 0; i < setup.count && i < raw::kMaxCounterValues; ++i) {
+    counted += std::string(counted.empty() ? "" : ", ") + raw::counter_name(setup.kinds[i]);
+  }
+  out += "  what the CPU did, per thread and GIL role (time on a CPU and run-queue delay from schedstat";
+  out += counted.empty() ? ")\n" : "; perf: " + counted + ")\n";
+  if (!setup.unavailable.empty()) {
+    fmt::format_to(std::back_inserter(out), "    not counted: {}\n",
+                   escape_for_terminal(unavailable_text(setup)));
+  }
+  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>10} {:>10} {:>6} {:>10} {:>6} {:>8}", "TID",
+                 "ROLE", kNameColumns, "TIME", "ON CPU", "CPU %", "RUN-QUEUE", "RUNQ %", "SLICES");
+  if (ipc) fmt::format_to(std::back_inserter(out), " {:>6}", "IPC");
+  if (misses) fmt::format_to(std::back_inserter(out), " {:>9} {:>9}", "CMISS/KI", "BMISS/KI");
+  out += "\n";
+
+  const SummaryTable table = build_summary_table(summary.threads(), summary.duration_ns(), max_threads);
+  size_t shown = 0, preempted_threads = 0;
+  for (const SummaryRow& row : table.rows) {
+    if (row.threads > 1)
+      continue;  // a group of short-lived threads: its members' figures are in the raw file
+    const auto t = c.thread(row.tid);
+    if (!t) continue;
+    ++shown;
+    std::string about;
+    if (t->has_switches) {
+      about = fmt::format("switches: {} voluntary, {} involuntary", t->voluntary, t->involuntary);
+    }
+    if (t->preempted_holds > 0) {
+      ++preempted_threads;
+      about += fmt::format("{}{} of {} holds preempted ({} waiting for a CPU while holding the GIL)",
+                           about.empty() ? "" : "; ", t->preempted_holds, t->holds, ms(t->preempted_hold_ns));
+    }
+    const std::string name = fit_with_marker(escape_for_terminal(row.name), kNameColumns);
+    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{}\n", row.tid, name,
+                   about.empty() ? "" : "  (" + about + ")");
+    for (const raw::GilRole role :
+         {raw::GilRole::kHolding, raw::GilRole::kWaiting, raw::GilRole::kReleased}) {
+      const raw::RoleCounters& r = t->role(role);
+      if (r.time_ns == 0 && r.counted_ns == 0) continue;
+      fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>10} {:>10} {:>6} {:>10} {:>6} {:>8}", "",
+                     std::string("  ") + raw::to_string(role), kNameColumns, ms(r.time_ns), ms(r.cpu_ns),
+                     pct(r.cpu_ns, r.time_ns), ms(r.run_delay_ns), pct(r.run_delay_ns, r.time_ns), r.slices);
+      const uint64_t instr = instructions ? r.values[*instructions] : 0;
+      if (ipc) {
+        const uint64_t cyc = r.values[*cycles];
+        fmt::format_to(std::back_inserter(out), " {:>6}",
+                       cyc > 0 && r.counted_ns > 0
+                           ? fmt::format("{:.2f}", static_cast<double>(instr) / static_cast<double>(cyc))
+                           : std::string("-"));
+      }
+      if (misses) {
+        fmt::format_to(std::back_inserter(out), " {:>9} {:>9}",
+                       cache_misses ? per_kilo(r.values[*cache_misses], instr) : "-",
+                       branch_misses ? per_kilo(r.values[*branch_misses], instr) : "-");
+      }
+      out += "\n";
+    }
+  }
+  if (shown == 0) out += "    (no thread of the table has counter figures)\n";
+  out +=
+      "  CPU % and RUNQ %: of the time in that role; a waiter with a high RUNQ % is starved of CPU, not of "
+      "the "
+      "GIL;\n    a holder that waits for a CPU (preempted) keeps every waiter waiting: more runnable threads "
+      "than cores\n";
+}
+
+}  // namespace gilspy::cli
