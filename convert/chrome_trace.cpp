@@ -407,9 +407,17 @@ class InputConverter {
                    [&](const raw::ThreadEnd& x) { seen_until(x.ts); },
                    [](const raw::ThreadState&) {},  // not in raw files; a live view's
                    [&](const raw::GcCollection& x) {
-                     if (x.tid != 0 && x.hold_lead >= 0) lane(x.tid);  // its gc slice names the lane too
                      gc_.collection(x);
                      seen_until(x.ts + x.dur);
+                     if (x.tid == 0 || x.hold_lead < 0 || x.held_dur <= 0) return;
+                     // On the thread's lane inside its hold: the one written last when the collector dropped
+                     // the GIL before the end (a finalizer), else the hold still open, written later.
+                     Lane& l = lane(x.tid);  // its gc slice names the lane too
+                     if (l.hold_start <= x.ts && x.ts < l.hold_end) {
+                       thread_gc(x, l);
+                     } else {
+                       pending_gc_.push_back(x);
+                     }
                    },
                    [&](const raw::GcUntimed& x) {
                      gc_.untimed(x);
@@ -437,6 +445,9 @@ class InputConverter {
   // After the input's last event: names for lanes no T record named; the input's entry for otherData.
   json finish(const raw::ReadResult& result) {
     if (waiters_now_ != 0) waiters_slice(std::max(last_seen_ns_, waiters_since_));
+    // Collections whose hold never came (a file cut short): on the GC lane only, as a lane without its hold
+    // would show a gc out of any hold_gil.
+    pending_gc_.clear();
     tracks_.finish();
     for (auto& [tid, l] : lanes_) {
       if (!l.named) name_lane(tid, l, fmt::format("thread {}", tid));
@@ -492,14 +503,32 @@ class InputConverter {
     seen_until(end);
     // With stack samples: the slice names its innermost function and carries the stack in its args, and the
     // frames follow as nested slices inside it.
-    const IntervalStacks stacks = stacks_.take();
+    IntervalStacks stacks = stacks_.take();
     out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end, stacks.args_json);
-    for (const FrameSlice& f : stacks.frames) {
+    size_t kept = 0;
+    for (FrameSlice& f : stacks.frames) {
       const int64_t from = std::max(f.start_ns, start), to = std::min(f.end_ns, end - f.depth - 2);
-      if (to > from) out_.frame_slice(f.name_json, pid_, tid, offset_ns_ + from, offset_ns_ + to, f.args_json);
+      if (to <= from) continue;
+      out_.frame_slice(f.name_json, pid_, tid, offset_ns_ + from, offset_ns_ + to, f.args_json);
+      f.start_ns = from;
+      f.end_ns = to;
+      stacks.frames[kept++] = std::move(f);
     }
-    if (hold) out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
+    if (hold) {
+      // Kept until the lane's next hold: the collections that ran in this one are placed among its frames.
+      stacks.frames.resize(kept);
+      l.hold_start = start;
+      l.hold_end = end;
+      l.hold_frames = std::move(stacks.frames);
+      std::erase_if(pending_gc_, [&](const raw::GcCollection& x) {
+        if (x.tid != tid || x.ts < start || x.ts >= end) return false;
+        thread_gc(x, l);
+        return true;
+      });
+      out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
+    }
   }
+
 
   // The gil_waiters counter again as slices ("gil_waiters 2" while two threads wait) on a lane of their own:
   // DevTools' Performance panel draws no track for "C" events (its trace engine reads only Chrome's own
@@ -530,7 +559,31 @@ class InputConverter {
     bool named = false;
     int64_t sort_index = 0;
     int64_t last_end = std::numeric_limits<int64_t>::min();
+    // The lane's last hold as written, and its frame slices (clipped to it), for collections that ran in it.
+    int64_t hold_start = std::numeric_limits<int64_t>::min(), hold_end = std::numeric_limits<int64_t>::min();
+    std::vector<FrameSlice> hold_frames;
   };
+
+  // A collection on its thread's lane, in the hold it ran in (the lane's last): under the innermost slice
+  // it began in (the hold, or a frame of it), and ending before that slice ends and before the next frame
+  // under it begins, so that no slice starts inside another and ends after it (DevTools would drop it).
+  // The GC lane has the whole collection.
+  void thread_gc(const raw::GcCollection& x, const Lane& l) {
+    int64_t parent_start = l.hold_start, parent_end = l.hold_end;
+    int depth = -1;
+    for (const FrameSlice& f : l.hold_frames) {
+      if (f.depth > depth && f.start_ns <= x.ts && x.ts < f.end_ns) {
+        parent_start = f.start_ns;
+        parent_end = f.end_ns;
+        depth = f.depth;
+      }
+    }
+    int64_t end = std::min(x.ts + x.held_dur, parent_end);
+    for (const FrameSlice& f : l.hold_frames) {
+      if (f.depth == depth + 1 && f.start_ns > x.ts) end = std::min(end, f.start_ns);
+    }
+    gc_.thread_collection(x, parent_start, x.ts, end);
+  }
 
   Lane& lane(int64_t tid) {
     auto [it, inserted] = lanes_.try_emplace(tid);
@@ -549,6 +602,7 @@ class InputConverter {
   EventWriter& out_;
   EventWriterOut gc_out_;
   GcLanes gc_;
+  std::vector<raw::GcCollection> pending_gc_;  // waiting for the hold they ran in (written when it ends)
   ConvertInputReport& report_;
   int64_t base_ns_;
   int64_t offset_ns_ = 0;

@@ -55,10 +55,14 @@ void GcLanes::collection(const raw::GcCollection& x) {
   name_lane();
   const int64_t start = offset_ns_ + x.ts;
   out_->slice("gc", pid_, kGcTid, start, start + x.dur, args);
-  if (x.tid != 0 && x.hold_lead >= 0 && x.held_dur > 0) {
-    const int64_t end = nested_end_ns(start - x.hold_lead, start, start + x.held_dur);
-    out_->slice("gc", pid_, x.tid, start, end, args);
-  }
+}
+
+void GcLanes::thread_collection(const raw::GcCollection& x, int64_t parent_start_ns, int64_t start_ns,
+                                int64_t end_ns) {
+  if (end_ns <= start_ns) return;
+  const int64_t start = offset_ns_ + start_ns;
+  const int64_t end = nested_end_ns(offset_ns_ + parent_start_ns, start, offset_ns_ + end_ns);
+  out_->slice("gc", pid_, x.tid, start, end, collection_args(x));
 }
 
 void GcLanes::untimed(const raw::GcUntimed& x) {

@@ -2,9 +2,9 @@
 // The garbage collector in a Chrome trace (issue 9), written by convert_to_chrome_trace() per input:
 //
 // - a "gc" slice per timed collection on the collecting thread's lane, nested inside the hold_gil slice it
-// ran
-//   in (the part of the collection inside that hold: raw::GcCollection::held_dur), args generation,
-//   collected, uncollectable, waiters (threads that waited for the GIL during it) and gil_wait_ms;
+//   ran in (the part of the collection inside that hold: raw::GcCollection::held_dur), and there inside the
+//   innermost Python frame slice it began under (chrome_trace.cpp places it), args generation, collected,
+//   uncollectable, waiters (threads that waited for the GIL during it) and gil_wait_ms;
 // - the same slices on a process-level lane "GC" (tid kGcTid), where collections too short to time between
 //   two polls are "gc" instants carrying their count (args count, generation, window_us: where they
 //   happened);
@@ -45,7 +45,11 @@ class GcLanes {
  public:
   // `offset_ns`: the input's offset on the trace's timeline.
   void begin(TraceOut& out, int64_t pid, int64_t offset_ns);
+  // The collection on the GC lane.
   void collection(const raw::GcCollection& x);
+  // ...and on its thread's lane: [start_ns, end_ns) (input ns) nested in the slice that begins at
+  // parent_start_ns and ends at end_ns or later (the hold_gil, or the Python frame it ran under).
+  void thread_collection(const raw::GcCollection& x, int64_t parent_start_ns, int64_t start_ns, int64_t end_ns);
   void untimed(const raw::GcUntimed& x);
   void counts(const raw::GcCounts& x);
   void settings(const raw::GcSettings& x);
