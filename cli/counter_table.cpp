@@ -14,6 +14,7 @@ namespace gilspy::cli {
 namespace {
 
 constexpr size_t kNameColumns = 30;
+constexpr size_t kCpuRows = 8;  // threads in the CPU table (--threads all: every one)
 
 std::string ms(int64_t ns) {
   return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
@@ -77,12 +78,20 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
   out += "\n";
 
   const SummaryTable table = build_summary_table(summary.threads(), summary.duration_ns(), max_threads);
-  size_t shown = 0, preempted_threads = 0;
+  // Three lines or four a thread: the busiest few that held or waited, unless every thread was asked for
+  // (--threads all); the thread table above and the raw file have the rest.
+  const size_t max_rows = max_threads == 0 ? table.rows.size() : std::min<size_t>(max_threads, kCpuRows);
+  size_t shown = 0, preempted_threads = 0, left_out = 0;
   for (const SummaryRow& row : table.rows) {
     if (row.threads > 1)
       continue;  // a group of short-lived threads: its members' figures are in the raw file
     const auto t = c.thread(row.tid);
     if (!t) continue;
+    if (max_threads != 0 && row.hold_ns == 0 && row.wait_ns == 0) continue;  // idle all along
+    if (shown == max_rows) {
+      ++left_out;
+      continue;
+    }
     ++shown;
     std::string about;
     if (t->has_switches) {
@@ -119,7 +128,11 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
       out += "\n";
     }
   }
-  if (shown == 0) out += "    (no thread of the table has counter figures)\n";
+  if (shown == 0) out += "    (no thread of the table held or waited for the GIL with counter figures)\n";
+  if (left_out > 0) {
+    fmt::format_to(std::back_inserter(out), "  + {} more threads that held or waited (--threads all for every thread)\n",
+                   left_out);
+  }
   out +=
       "  CPU % and RUNQ %: of the time in that role; a waiter with a high RUNQ % is starved of CPU, not of "
       "the "

@@ -445,8 +445,14 @@ class InputConverter {
   // After the input's last event: names for lanes no T record named; the input's entry for otherData.
   json finish(const raw::ReadResult& result) {
     if (waiters_now_ != 0) waiters_slice(std::max(last_seen_ns_, waiters_since_));
-    // Collections whose hold never came (a file cut short): on the GC lane only, as a lane without its hold
-    // would show a gc out of any hold_gil.
+    // Collections whose hold never came (the target exited holding the GIL, a file cut short): on their
+    // thread's lane as they are, after everything else there.
+    for (const raw::GcCollection& x : pending_gc_) {
+      Lane& l = lane(x.tid);
+      if (x.ts < l.last_end) continue;  // would overlap what the lane shows (a damaged file)
+      gc_.thread_collection(x, x.ts, x.ts, x.ts + x.held_dur);
+      l.last_end = x.ts + x.held_dur;
+    }
     pending_gc_.clear();
     tracks_.finish();
     for (auto& [tid, l] : lanes_) {

@@ -27,7 +27,11 @@ StackWalker::StackWalker(RemoteObjects& objects, CodeCache& codes, size_t max_de
       max_depth_(max_depth),
       code_addrs_(max_depth + 1),
       instrs_(max_depth + 1),
-      keys_(max_depth + 1) {}
+      keys_(max_depth + 1),
+      frame_addrs_(max_depth + 1),
+      links_(2 * (max_depth + 1)),
+      recheck_(2 * (max_depth + 1)),
+      regions_(2 * (max_depth + 1)) {}
 
 uint64_t StackWalker::current_frame(uint64_t tstate, bool* ok) {
   const auto& f = layout_.frame;
@@ -69,6 +73,9 @@ WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out)
       out->truncated = true;
       break;
     }
+    frame_addrs_[n] = frame;
+    links_[2 * n] = previous;
+    links_[2 * n + 1] = at<uint64_t>(buf, f.code);
     code_addrs_[n] = at<uint64_t>(buf, f.code) & f.code_pointer_mask;
     instrs_[n] = f.kind == layouts::FrameLayout::Kind::kFrameObject
                      ? at<int32_t>(buf, f.instr)
@@ -95,13 +102,28 @@ WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out)
     }
     const layouts::LineLookup line = codes_.line(*code, instrs_[i]);
     if (!line.ok) return WalkResult::kInvalid;
+    // Source lines count from 1: a line (or, without one, a first line) below that is a misread code object.
+    if ((line.line >= 0 ? line.line : code->first_line) < 1) return WalkResult::kInvalid;
     keys_[depth_++] = {.qualname = code->qualname,
                        .file = code->file,
                        .line = line.line >= 0 ? line.line : code->first_line,
                        .first_line = code->first_line};
   }
+  if (depth_ == 0) return WalkResult::kEmpty;
+  // 3. The chain again, in one read: a thread that ran on under the walk can unwind and call again, and
+  // come back to the same innermost frame (frames are reused, newest first), so the check against the
+  // innermost frame alone lets a mix of two stacks through. Every kept frame must still link to the frame
+  // and the code it linked to.
+  for (size_t i = 0; i < n; ++i) {
+    regions_[2 * i] = {frame_addrs_[i] + f.previous, &recheck_[2 * i], 8};
+    regions_[2 * i + 1] = {frame_addrs_[i] + f.code, &recheck_[2 * i + 1], 8};
+  }
+  if (objects_.read({regions_.data(), 2 * n}) != 2 * n) return WalkResult::kTorn;
+  for (size_t i = 0; i < 2 * n; ++i) {
+    if (recheck_[i] != links_[i]) return WalkResult::kTorn;
+  }
   out->depth = depth_;
-  return depth_ == 0 ? WalkResult::kEmpty : WalkResult::kOk;
+  return WalkResult::kOk;
 }
 
 }  // namespace gilspy::sampler

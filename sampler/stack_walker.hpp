@@ -47,6 +47,12 @@ class StackWalker {
   ZeroedArray<uint64_t> code_addrs_;
   ZeroedArray<int64_t> instrs_;
   ZeroedArray<FrameKey> keys_;
+  // The kept frames' addresses and the links read from them (previous, code: two per frame), read again
+  // at the end of a walk into recheck_ through regions_ (one process_vm_readv).
+  ZeroedArray<uint64_t> frame_addrs_;
+  ZeroedArray<uint64_t> links_;
+  ZeroedArray<uint64_t> recheck_;
+  ZeroedArray<ReadRegion> regions_;
   size_t depth_ = 0;
 };
 
