@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -412,9 +413,9 @@ class InputConverter {
                      if (x.tid == 0 || x.hold_lead < 0 || x.held_dur <= 0) return;
                      // On the thread's lane inside its hold: the one written last when the collector dropped
                      // the GIL before the end (a finalizer), else the hold still open, written later.
-                     Lane& l = lane(x.tid);  // its gc slice names the lane too
-                     if (l.hold_start <= x.ts && x.ts < l.hold_end) {
-                       thread_gc(x, l);
+                     const Lane& l = lane(x.tid);  // its gc slice names the lane too
+                     if (const WrittenHold* h = l.hold_at(x.ts)) {
+                       thread_gc(x, *h);
                      } else {
                        pending_gc_.push_back(x);
                      }
@@ -523,12 +524,13 @@ class InputConverter {
     if (hold) {
       // Kept until the lane's next hold: the collections that ran in this one are placed among its frames.
       stacks.frames.resize(kept);
-      l.hold_start = start;
-      l.hold_end = end;
-      l.hold_frames = std::move(stacks.frames);
+      WrittenHold& h = l.holds[l.holds_written++ % l.holds.size()];
+      h.start = start;
+      h.end = end;
+      h.frames = std::move(stacks.frames);
       std::erase_if(pending_gc_, [&](const raw::GcCollection& x) {
         if (x.tid != tid || x.ts < start || x.ts >= end) return false;
-        thread_gc(x, l);
+        thread_gc(x, h);
         return true;
       });
       out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
@@ -559,25 +561,37 @@ class InputConverter {
   void seen_until(int64_t ts) { last_seen_ns_ = std::max(last_seen_ns_, ts); }
   bool stop_lane_named_ = false;
 
+  struct WrittenHold {
+    int64_t start = std::numeric_limits<int64_t>::min(), end = std::numeric_limits<int64_t>::min();
+    std::vector<FrameSlice> frames;
+  };
   struct Lane {
     std::string name;
     std::string suffix;  // " [tid N in its PID namespace]" for a container's thread
     bool named = false;
     int64_t sort_index = 0;
     int64_t last_end = std::numeric_limits<int64_t>::min();
-    // The lane's last hold as written, and its frame slices (clipped to it), for collections that ran in it.
-    int64_t hold_start = std::numeric_limits<int64_t>::min(), hold_end = std::numeric_limits<int64_t>::min();
-    std::vector<FrameSlice> hold_frames;
+    // The lane's last holds as written, with their frame slices (clipped to them), for collections that ran
+    // in them: a collection's record comes when it ends, after its hold's when the collector let the GIL go
+    // (a finalizer) and maybe after the next hold or two.
+    std::array<WrittenHold, 4> holds{};
+    size_t holds_written = 0;
+    const WrittenHold* hold_at(int64_t ts) const {
+      for (const WrittenHold& h : holds) {
+        if (h.start <= ts && ts < h.end) return &h;
+      }
+      return nullptr;
+    }
   };
 
-  // A collection on its thread's lane, in the hold it ran in (the lane's last): under the innermost slice
+  // A collection on its thread's lane, in the hold it ran in: under the innermost slice
   // it began in (the hold, or a frame of it), and ending before that slice ends and before the next frame
   // under it begins, so that no slice starts inside another and ends after it (DevTools would drop it).
   // The GC lane has the whole collection.
-  void thread_gc(const raw::GcCollection& x, const Lane& l) {
-    int64_t parent_start = l.hold_start, parent_end = l.hold_end;
+  void thread_gc(const raw::GcCollection& x, const WrittenHold& h) {
+    int64_t parent_start = h.start, parent_end = h.end;
     int depth = -1;
-    for (const FrameSlice& f : l.hold_frames) {
+    for (const FrameSlice& f : h.frames) {
       if (f.depth > depth && f.start_ns <= x.ts && x.ts < f.end_ns) {
         parent_start = f.start_ns;
         parent_end = f.end_ns;
@@ -585,7 +599,7 @@ class InputConverter {
       }
     }
     int64_t end = std::min(x.ts + x.held_dur, parent_end);
-    for (const FrameSlice& f : l.hold_frames) {
+    for (const FrameSlice& f : h.frames) {
       if (f.depth == depth + 1 && f.start_ns > x.ts) end = std::min(end, f.start_ns);
     }
     gc_.thread_collection(x, parent_start, x.ts, end);
