@@ -149,8 +149,7 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
   const int64_t t_prev = started_ ? last_read_ns_ : t_now;
   const int64_t t_mid = t_prev + (t_now - t_prev) / 2;
   last_read_ns_ = t_now;
-  const GcSample s =
-      decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
+  GcSample s = decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
   if (!s.plausible()) {
     // A first reading that makes no sense: this is not the GC state gilspy thinks it is; never guessed. Later
     // ones (a read torn by the interpreter's teardown) are skipped.
@@ -174,6 +173,17 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
     // One that began before the recording is timed from its first sight.
     if (s.collecting == 1) begin(t_now, holder, Delta{}, t_now, t_now);
     return;
+  }
+  // The counters only grow. 3.15's ring buffers are read while the collector may be between moving a
+  // generation's index and writing the entry there: the entry is then one from a lap ago, whose counters are
+  // lower. That reading's counters are not taken (the previous ones stay), or the next reading would count
+  // a lap of collections that never happened.
+  for (int g = 0; g < 3; ++g) {
+    if (s.collections[g] < prev_.collections[g]) {
+      s.collections[g] = prev_.collections[g];
+      s.collected[g] = prev_.collected[g];
+      s.uncollectable[g] = prev_.uncollectable[g];
+    }
   }
   Delta d;
   for (int g = 0; g < 3; ++g) {

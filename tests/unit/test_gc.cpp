@@ -201,6 +201,24 @@ TEST_CASE("gc tracker: a collection seen running, its generation from the counte
   }
 }
 
+TEST_CASE("gc tracker: a counter read lower than before (a ring entry from a lap ago) counts nothing") {
+  // 3.15 moves a ring buffer's index before it writes the entry there: one reading sees an old entry. The
+  // next, right one must not count the lap between them as collections.
+  GcTarget t;
+  ScriptedTasks tasks;
+  RecordQueue q(4096);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
+  t.collected_now(0, 40, 400);
+  s.poll(1000);
+  const uint64_t at = t.gc(t.layout.gc.stats + t.layout.gc.stats_collections);
+  t.mem.put<int64_t>(at, 30);  // the stale entry: 10 collections ago
+  s.poll(2000);
+  t.collected_now(0, 1, 3);  // the real entry, one collection on
+  s.poll(3000);
+  s.finish(4000);
+  CHECK(counted(drain(q)) == std::vector<uint64_t>{1, 0, 0});
+}
+
 TEST_CASE("gc tracker: back-to-back collections in one stretch are split where the first counter moved") {
   GcTarget t;
   ScriptedTasks tasks;
