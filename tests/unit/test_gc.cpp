@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <variant>
@@ -135,6 +136,31 @@ std::vector<uint64_t> counted(const std::vector<raw::Record>& events) {
   }
   for (const auto& u : all_of<raw::GcUntimed>(events)) n[static_cast<size_t>(u.generation)] += u.n;
   return n;
+}
+
+// The Chrome trace convert makes of a raw file (pid 1, Python 3.12.1) whose events `write` writes.
+std::string converted_trace(const std::function<void(raw::Writer&)>& write) {
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / "gilspy_gc_trace_XXXXXX").string();
+  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  const std::string raw_path = dir + "/GIL_1_rank_0.json", trace_path = dir + "/GIL_1_rank_0.trace.json";
+  raw::Meta meta;
+  meta.gilspy_version = "test";
+  meta.pid = 1;
+  meta.python_version = "3.12.1";
+  meta.monotonic_ns = 1'000'000'000;
+  meta.realtime_ns = 1'700'000'000'123'456'789;
+  meta.rate_hz = 10000;
+  {
+    raw::Writer w(raw_path, meta);
+    write(w);
+  }
+  gilspy::convert::convert_to_chrome_trace({raw_path}, trace_path);
+  std::ifstream in(trace_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return text;
 }
 
 }  // namespace
@@ -508,19 +534,7 @@ TEST_CASE(
 }
 
 TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC lane, instants and counters") {
-  namespace fs = std::filesystem;
-  std::string dir = (fs::temp_directory_path() / "gilspy_gc_trace_XXXXXX").string();
-  REQUIRE(::mkdtemp(dir.data()) != nullptr);
-  const std::string raw_path = dir + "/GIL_1_rank_0.json", trace_path = dir + "/GIL_1_rank_0.trace.json";
-  raw::Meta meta;
-  meta.gilspy_version = "test";
-  meta.pid = 1;
-  meta.python_version = "3.12.1";
-  meta.monotonic_ns = 1'000'000'000;
-  meta.realtime_ns = 1'700'000'000'123'456'789;
-  meta.rate_hz = 10000;
-  {
-    raw::Writer w(raw_path, meta);
+  const std::string text = converted_trace([](raw::Writer& w) {
     w.write(raw::ThreadStart{.tid = 1, .ts = 0, .tstate = 1, .name = "MainThread", .ns_tid = 0});
     w.write(raw::ThreadStart{.tid = 2, .ts = 0, .tstate = 2, .name = "worker", .ns_tid = 0});
     w.write(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {2000, 10, 10}});
@@ -548,10 +562,7 @@ TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC l
     w.write(raw::GcUntimed{.ts = 20'000'000, .window = 100'000, .generation = 0, .n = 3, .collected = 2});
     w.write(raw::GcSettings{.ts = 21'000'000, .enabled = false, .threshold = {2000, 10, 10}});
     w.finish({{"duration_ns", 22'000'000}});
-  }
-  gilspy::convert::convert_to_chrome_trace({raw_path}, trace_path);
-  std::ifstream in(trace_path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  });
   const auto check = gilspy::test::check_chrome_trace(text);
   CHECK_MESSAGE(check.ok(), (check.problems.empty() ? "" : check.problems[0]));
   const auto doc = nlohmann::json::parse(text);
@@ -583,35 +594,25 @@ TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC l
   CHECK(instants == 1);
   CHECK(enabled0 == 1);
   CHECK(counts == 1);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("gc trace: a collection under Python frames nests in the innermost frame it began in") {
   // A hold sampled twice: run > alloc from its start, run > other 4 ms in; a collection begins 1 ms in (under
-  // alloc) and lasts 5 ms. On the thread's lane it must lie inside alloc and end where alloc does (the GC lane
-  // has all 5 ms): a gc that starts inside a frame and ends after it would be dropped by DevTools.
-  namespace fs = std::filesystem;
-  std::string dir = (fs::temp_directory_path() / "gilspy_gc_frames_XXXXXX").string();
-  REQUIRE(::mkdtemp(dir.data()) != nullptr);
-  const std::string raw_path = dir + "/GIL_1_rank_0.json", trace_path = dir + "/GIL_1_rank_0.trace.json";
-  raw::Meta meta;
-  meta.gilspy_version = "test";
-  meta.pid = 1;
-  meta.python_version = "3.12.1";
-  meta.monotonic_ns = 1'000'000'000;
-  meta.realtime_ns = 1'700'000'000'123'456'789;
-  meta.rate_hz = 10000;
-  {
-    raw::Writer w(raw_path, meta);
+  // alloc) and lasts 5 ms. On the thread's lane it must lie inside alloc and end where alloc does (the GC
+  // lane has all 5 ms): a gc that starts inside a frame and ends after it would be dropped by DevTools.
+  const std::string text = converted_trace([](raw::Writer& w) {
     w.write(raw::ThreadStart{.tid = 1, .ts = 0, .tstate = 1, .name = "MainThread", .ns_tid = 0});
     w.write(raw::FrameDef{.id = 1, .ts = 0, .qualname = "run", .file = "/w.py", .line = 1, .first_line = 1});
-    w.write(raw::FrameDef{.id = 2, .ts = 0, .qualname = "alloc", .file = "/w.py", .line = 5, .first_line = 4});
-    w.write(raw::FrameDef{.id = 3, .ts = 0, .qualname = "other", .file = "/w.py", .line = 9, .first_line = 8});
+    w.write(
+        raw::FrameDef{.id = 2, .ts = 0, .qualname = "alloc", .file = "/w.py", .line = 5, .first_line = 4});
+    w.write(
+        raw::FrameDef{.id = 3, .ts = 0, .qualname = "other", .file = "/w.py", .line = 9, .first_line = 8});
     w.write(raw::StackDef{.id = 1, .ts = 0, .truncated = false, .frames = {2, 1}});
     w.write(raw::StackDef{.id = 2, .ts = 0, .truncated = false, .frames = {3, 1}});
-    w.write(raw::StackSample{.tid = 1, .ts = 1'000'000, .since = 1'000'000, .role = raw::GilRole::kHolding, .stack = 1});
-    w.write(raw::StackSample{.tid = 1, .ts = 5'000'000, .since = 1'000'000, .role = raw::GilRole::kHolding, .stack = 2});
+    w.write(raw::StackSample{
+        .tid = 1, .ts = 1'000'000, .since = 1'000'000, .role = raw::GilRole::kHolding, .stack = 1});
+    w.write(raw::StackSample{
+        .tid = 1, .ts = 5'000'000, .since = 1'000'000, .role = raw::GilRole::kHolding, .stack = 2});
     w.write(raw::GcCollection{.tid = 1,
                               .ts = 2'000'000,
                               .dur = 5'000'000,
@@ -620,10 +621,7 @@ TEST_CASE("gc trace: a collection under Python frames nests in the innermost fra
                               .held_dur = 5'000'000});
     w.write(raw::Hold{.tid = 1, .ts = 1'000'000, .dur = 9'000'000});
     w.finish({{"duration_ns", 11'000'000}});
-  }
-  gilspy::convert::convert_to_chrome_trace({raw_path}, trace_path);
-  std::ifstream in(trace_path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  });
   const auto check = gilspy::test::check_chrome_trace(text);
   CHECK_MESSAGE(check.ok(), (check.problems.empty() ? "" : check.problems[0]));
   const auto doc = nlohmann::json::parse(text);
@@ -642,8 +640,6 @@ TEST_CASE("gc trace: a collection under Python frames nests in the innermost fra
   CHECK(gc_end <= a_end);
   CHECK(gc_end > a_end - 0.01);  // cut where alloc ends (4 ms into the hold), not earlier
   CHECK(lane_gc->at("dur").get<double>() == doctest::Approx(5000.0));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_CASE(
