@@ -513,9 +513,21 @@ class InputConverter {
     IntervalStacks stacks = stacks_.take();
     out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end, stacks.args_json);
     size_t kept = 0;
+    // Each frame ends inside its parent (the frame a level up that it starts in, or the GIL slice) as the
+    // viewers add ts + dur in doubles, not only in ns: a parent's dur may have been shortened to fit, and one
+    // ns of margin per level is not always an ulp of margin (nested_end_ns).
+    frame_levels_.clear();
     for (FrameSlice& f : stacks.frames) {
-      const int64_t from = std::max(f.start_ns, start), to = std::min(f.end_ns, end - f.depth - 2);
+      const auto depth = static_cast<size_t>(f.depth);
+      const auto [parent_start, parent_end] =
+          depth == 0 || frame_levels_.size() < depth ? std::pair{start, end} : frame_levels_[depth - 1];
+      const int64_t from = std::max(f.start_ns, start);
+      int64_t to = std::min({f.end_ns, end - f.depth - 2, parent_end});
       if (to <= from) continue;
+      to = nested_end_ns(offset_ns_ + parent_start, offset_ns_ + from, offset_ns_ + to) - offset_ns_;
+      if (to <= from) continue;
+      frame_levels_.resize(depth + 1);
+      frame_levels_[depth] = {from, to};
       out_.frame_slice(f.name_json, pid_, tid, offset_ns_ + from, offset_ns_ + to, f.args_json);
       f.start_ns = from;
       f.end_ns = to;
@@ -622,7 +634,8 @@ class InputConverter {
   EventWriter& out_;
   EventWriterOut gc_out_;
   GcLanes gc_;
-  std::vector<raw::GcCollection> pending_gc_;  // waiting for the hold they ran in (written when it ends)
+  std::vector<raw::GcCollection> pending_gc_;
+  std::vector<std::pair<int64_t, int64_t>> frame_levels_;  // interval(): the last frame written per depth  // waiting for the hold they ran in (written when it ends)
   ConvertInputReport& report_;
   int64_t base_ns_;
   int64_t offset_ns_ = 0;
