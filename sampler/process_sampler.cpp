@@ -241,6 +241,19 @@ void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g,
 }
 
 bool ProcessSampler::poll(int64_t t_now) {
+  // The target can exit at any read of a poll, not only at its first (the thread list, the holder's
+  // identity, the GC's statistics): wherever it does, the target ends here, its intervals closed.
+  try {
+    return poll_once(t_now);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNoSuchProcess) throw;
+    end_cause_ = TargetEnd::kExited;
+    finish(started_ ? t_prev_ : t_now);
+    return false;
+  }
+}
+
+bool ProcessSampler::poll_once(int64_t t_now) {
   if (gone_) return false;
   // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
   //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.

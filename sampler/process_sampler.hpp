@@ -129,6 +129,7 @@ class ProcessSampler {
     int64_t maybe_left_ns = -1;  // a waiter that may have taken and dropped the GIL unseen since then
   };
 
+  bool poll_once(int64_t t_now);  // poll() but for a target that exits under it
   void rewalk(int64_t t_mid);
   void check_stopped(int64_t t_mid);
   bool names_active_thread(const ThreadRef& ref) const;  // same tid or identity as a followed thread
