@@ -20,6 +20,10 @@ RATE = 5000
 PERIOD_NS = 1e9 / RATE
 
 
+# How much later than `collecting` = 1 the start callback may read its clock (see check_main).
+CALLBACK_LAG_NS = 1_500_000
+
+
 def wait_for(cond, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -87,9 +91,13 @@ def check_main(raw, rep, tol):
         b0, b1 = half_bracket(best["start"]), half_bracket(best["end"])
         brackets.append(2 * b0)
         t0, t1 = max(tol, 2 * b0), max(tol, 2 * b1)
+        # The "start" callback runs after the interpreter set `collecting`, so its clock read can lag the real
+        # start (seen: 854 us once, Debian 3.15 on this loaded 2-core VM): gilspy may start that much earlier,
+        # and last that much longer; never later or shorter than the brackets allow.
+        lag = CALLBACK_LAG_NS if best["start"] < s else 0
         ds, dd = abs(best["start"] - s), abs((best["end"] - best["start"]) - (e - s))
         worst = [max(worst[0], ds), max(worst[1], dd)]
-        check(ds <= t0 and dd <= t0 + t1,
+        check(ds <= t0 + lag and dd <= t0 + t1 + lag,
               f"gen {g} collection of {(e - s) / 1e6:.2f} ms: gilspy starts {(best['start'] - s) / 1e3:+.0f} us off and "
               f"lasts {(best['end'] - best['start'] - (e - s)) / 1e3:+.0f} us off (bounds {t0 / 1e3:.0f} and "
               f"{(t0 + t1) / 1e3:.0f} us; poll brackets {2 * b0 / 1e3:.0f} and {2 * b1 / 1e3:.0f} us)")
