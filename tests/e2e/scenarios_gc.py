@@ -116,7 +116,10 @@ def check_main(raw, rep, tol):
     anchor = raw.meta["clock"]["monotonic_ns"]
     h0, h1 = full["start"] - anchor, full["start"] + full["held_dur"] - anchor
     waited = sum(max(0, min(e, h1) - max(s, h0)) for tid, s, e in raw.waits if tid == spinner)
-    check(waited > 0, f"the spinner never waited in the {(h1 - h0) / 1e6:.1f} ms the collector held the GIL")
+    # A collector switched out in its start callback before the collection proper holds no part of it: the
+    # waiter figures above still say the spinner waited during the collection.
+    check(waited > 0 or h1 - h0 < 1e6,
+          f"the spinner never waited in the {(h1 - h0) / 1e6:.1f} ms the collector held the GIL")
     check(full["tid"] == rep["main"] and full["hold_lead"] >= 0, f"the collector should be the main thread: {full}")
 
     # gc.disable() / gc.enable() at known times.
