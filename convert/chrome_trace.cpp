@@ -26,8 +26,8 @@
 #include "convert/gc_trace.hpp"
 #include "convert/input_events.hpp"
 #include "convert/namespace_lanes.hpp"
-#include "gilspy_version.hpp"
 #include "convert/stack_slices.hpp"
+#include "gilspy_version.hpp"
 #include "raw/summary.hpp"
 
 namespace gilspy::convert {
@@ -96,9 +96,9 @@ std::string json_string(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The output file: events are formatted into a buffer that goes out in large writes. Created unnamed (or under a
-// random name) in the output's folder and given the output's name only when complete (base/output_file.hpp);
-// destroyed before that, it leaves nothing behind.
+// The output file: events are formatted into a buffer that goes out in large writes. Created unnamed (or
+// under a random name) in the output's folder and given the output's name only when complete
+// (base/output_file.hpp); destroyed before that, it leaves nothing behind.
 class TraceFile final : public EventOutput {
  public:
   TraceFile(const std::string& path, mode_t mode) : file_(OutputFile::temporary(path, mode)) {}
@@ -227,8 +227,8 @@ class EventWriter {
   void counter_args(std::string_view name, int64_t pid, int64_t tid, int64_t ts, std::string_view args) {
     const int64_t lane_tid = lane(tid);
     auto& b = begin();
-    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"cpu","name":"{}","pid":{},"tid":{},"ts":)", name,
-                   pid, lane_tid);
+    fmt::format_to(std::back_inserter(b), R"({{"ph":"C","cat":"cpu","name":"{}","pid":{},"tid":{},"ts":)",
+                   name, pid, lane_tid);
     append_ts(b, ts);
     fmt::format_to(std::back_inserter(b), R"(,"args":{})", args);
     end();
@@ -414,7 +414,7 @@ class InputConverter {
                      // On the thread's lane inside its hold: the one written last when the collector dropped
                      // the GIL before the end (a finalizer), else the hold still open, written later.
                      const Lane& l = lane(x.tid);  // its gc slice names the lane too
-                     if (const WrittenHold* h = l.hold_at(x.ts)) {
+                     if (const WrittenHold* h = l.hold_at(x.ts + x.held_from)) {
                        thread_gc(x, *h);
                      } else {
                        pending_gc_.push_back(x);
@@ -429,14 +429,12 @@ class InputConverter {
                    [&](const raw::ThreadName& x) {
                      // The Python name (threading.Thread.name) names the lane from now on.
                      Lane& l = lane(x.tid);
-                     if (!x.name.empty() && l.name != x.label() + l.suffix) name_lane(x.tid, l, x.label() + l.suffix);
+                     if (!x.name.empty() && l.name != x.label() + l.suffix)
+                       name_lane(x.tid, l, x.label() + l.suffix);
                    },
                    // Kept by stacks_ (above) for the intervals they belong to.
-                   [](const raw::FrameDef&) {},
-                   [](const raw::StackDef&) {},
-                   [](const raw::StackSample&) {},
-                   [](const raw::StackStats&) {},
-                   [&](const raw::CounterSetup& x) { tracks_.setup(x); },
+                   [](const raw::FrameDef&) {}, [](const raw::StackDef&) {}, [](const raw::StackSample&) {},
+                   [](const raw::StackStats&) {}, [&](const raw::CounterSetup& x) { tracks_.setup(x); },
                    [&](const raw::CounterSample& x) { tracks_.sample(x); },
                    [](const raw::ThreadSwitches&) {},  // totals only: in the summary
                },
@@ -450,9 +448,10 @@ class InputConverter {
     // thread's lane as they are, after everything else there.
     for (const raw::GcCollection& x : pending_gc_) {
       Lane& l = lane(x.tid);
-      if (x.ts < l.last_end) continue;  // would overlap what the lane shows (a damaged file)
-      gc_.thread_collection(x, x.ts, x.ts, x.ts + x.held_dur);
-      l.last_end = x.ts + x.held_dur;
+      const int64_t from = x.ts + x.held_from;
+      if (from < l.last_end) continue;  // would overlap what the lane shows (a damaged file)
+      gc_.thread_collection(x, from, from, from + x.held_dur);
+      l.last_end = from + x.held_dur;
     }
     pending_gc_.clear();
     tracks_.finish();
@@ -471,8 +470,9 @@ class InputConverter {
       summary = *result.summary;
     } else {
       raw::LoopFigures loop;
-      loop.stop_reason = result.corrupt ? "unknown (file corrupt; summary rebuilt by convert from what was salvaged)"
-                                        : "unknown (recording cut short; summary rebuilt by convert)";
+      loop.stop_reason = result.corrupt
+                             ? "unknown (file corrupt; summary rebuilt by convert from what was salvaged)"
+                             : "unknown (recording cut short; summary rebuilt by convert)";
       summary = summary_.to_json(report_.meta.rate_hz, loop);
       report_.summary_rebuilt = true;
     }
@@ -511,7 +511,8 @@ class InputConverter {
     // With stack samples: the slice names its innermost function and carries the stack in its args, and the
     // frames follow as nested slices inside it.
     IntervalStacks stacks = stacks_.take();
-    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end, stacks.args_json);
+    out_.slice(hold ? "hold_gil" : "take_gil", pid_, tid, offset_ns_ + start, offset_ns_ + end,
+               stacks.args_json);
     size_t kept = 0;
     // Each frame ends inside its parent (the frame a level up that it starts in, or the GIL slice) as the
     // viewers add ts + dur in doubles, not only in ns: a parent's dur may have been shortened to fit, and one
@@ -541,14 +542,13 @@ class InputConverter {
       h.end = end;
       h.frames = std::move(stacks.frames);
       std::erase_if(pending_gc_, [&](const raw::GcCollection& x) {
-        if (x.tid != tid || x.ts < start || x.ts >= end) return false;
+        if (x.tid != tid || x.ts + x.held_from < start || x.ts + x.held_from >= end) return false;
         thread_gc(x, h);
         return true;
       });
       out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
     }
   }
-
 
   // The gil_waiters counter again as slices ("gil_waiters 2" while two threads wait) on a lane of their own:
   // DevTools' Performance panel draws no track for "C" events (its trace engine reads only Chrome's own
@@ -601,20 +601,21 @@ class InputConverter {
   // under it begins, so that no slice starts inside another and ends after it (DevTools would drop it).
   // The GC lane has the whole collection.
   void thread_gc(const raw::GcCollection& x, const WrittenHold& h) {
+    const int64_t from = x.ts + x.held_from;  // the part of it inside this hold
     int64_t parent_start = h.start, parent_end = h.end;
     int depth = -1;
     for (const FrameSlice& f : h.frames) {
-      if (f.depth > depth && f.start_ns <= x.ts && x.ts < f.end_ns) {
+      if (f.depth > depth && f.start_ns <= from && from < f.end_ns) {
         parent_start = f.start_ns;
         parent_end = f.end_ns;
         depth = f.depth;
       }
     }
-    int64_t end = std::min(x.ts + x.held_dur, parent_end);
+    int64_t end = std::min(from + x.held_dur, parent_end);
     for (const FrameSlice& f : h.frames) {
-      if (f.depth == depth + 1 && f.start_ns > x.ts) end = std::min(end, f.start_ns);
+      if (f.depth == depth + 1 && f.start_ns > from) end = std::min(end, f.start_ns);
     }
-    gc_.thread_collection(x, parent_start, x.ts, end);
+    gc_.thread_collection(x, parent_start, from, end);
   }
 
   Lane& lane(int64_t tid) {
@@ -635,7 +636,9 @@ class InputConverter {
   EventWriterOut gc_out_;
   GcLanes gc_;
   std::vector<raw::GcCollection> pending_gc_;
-  std::vector<std::pair<int64_t, int64_t>> frame_levels_;  // interval(): the last frame written per depth  // waiting for the hold they ran in (written when it ends)
+  std::vector<std::pair<int64_t, int64_t>>
+      frame_levels_;  // interval(): the last frame written per depth  // waiting for the hold they ran in
+                      // (written when it ends)
   ConvertInputReport& report_;
   int64_t base_ns_;
   int64_t offset_ns_ = 0;
@@ -643,8 +646,8 @@ class InputConverter {
   std::unordered_map<int64_t, Lane> lanes_;
   int64_t next_sort_index_ = 0;
   int64_t last_counter_ns_ = std::numeric_limits<int64_t>::min();
-  uint64_t waiters_now_ = 0;     // the counter's last value
-  int64_t waiters_since_ = 0;    // ...and since when
+  uint64_t waiters_now_ = 0;   // the counter's last value
+  int64_t waiters_since_ = 0;  // ...and since when
   bool waiters_lane_named_ = false;
   int64_t last_seen_ns_ = std::numeric_limits<int64_t>::min();  // the latest time the input reached
   std::optional<raw::Stats> last_stats_;

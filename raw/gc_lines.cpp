@@ -8,7 +8,7 @@ using nlohmann::json;
 
 std::string gc_line(const GcCollection& x) {
   return json::array({"G", x.tid, x.ts, x.dur, x.generation, x.collected, x.uncollectable, x.waiters,
-                      x.wait_ns, x.hold_lead, x.held_dur})
+                      x.wait_ns, x.hold_lead, x.held_dur, x.held_from})
       .dump();
 }
 std::string gc_line(const GcUntimed& x) {
@@ -53,8 +53,10 @@ Record gc_record_from_json(const json& a, const std::function<Error(const std::s
                    .waiters = count(7),
                    .wait_ns = duration(8),
                    .hold_lead = within(9, -1, kMaxNs),
-                   .held_dur = duration(10)};
-    if (r.held_dur > r.dur) throw bad("has a held part longer than the collection");
+                   .held_dur = duration(10),
+                   .held_from = a.size() > 11 ? duration(11) : 0};  // absent in format 3's first files
+    if (r.held_from > r.dur || r.held_dur > r.dur - r.held_from)
+      throw bad("has a held part outside the collection");
     return r;
   }
   if (tag == "GI") {

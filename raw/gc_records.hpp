@@ -1,7 +1,8 @@
 #pragma once
 // The garbage collector's record kinds (issue 9), included by records.hpp. Raw lines start with "G":
 //
-//   ["G",tid,ts,dur,gen,collected,uncollectable,waiters,wait_ns,hold_lead,held_dur]   a timed collection
+//   ["G",tid,ts,dur,gen,collected,uncollectable,waiters,wait_ns,hold_lead,held_dur,held_from]   a timed
+//   collection (held_from: since format 3's first files, which lack it, read as 0)
 //   ["GI",ts,window,gen,n,collected,uncollectable]                                   collections too short to
 //   time
 //   ["GC",ts,count0,count1,count2]                                                   gc.get_count()
@@ -18,7 +19,7 @@ namespace gilspy::raw {
 
 // One collection the sampler saw running.
 struct GcCollection {
-  int64_t tid = 0;  // the thread that ran it (the GIL's holder when it began); 0 when not known
+  int64_t tid = 0;  // the thread that ran it (sampler/gc_tracker.hpp says how it is told); 0 when not known
   int64_t ts = 0;
   int64_t dur = 0;
   int32_t generation = -1;     // 0-2; -1 when it had not ended (no counter moved) when the recording did
@@ -26,12 +27,13 @@ struct GcCollection {
   uint64_t uncollectable = 0;  // objects put into gc.garbage
   uint64_t waiters = 0;  // threads that waited for the GIL during it (inside take_gil at any time in it)
   int64_t wait_ns = 0;   // GIL waiting that happened during it, all threads together (thread-ns)
-  // How long the collecting thread had held the GIL when the collection began (its hold_gil slice began
-  // at ts - hold_lead), -1 when it was not seen holding; and how much of the collection lies inside that
-  // hold (dur, unless the collector dropped the GIL in the middle, e.g. in a finalizer): the trace nests
-  // [ts, ts + held_dur] inside that hold_gil slice.
+  // The part of the collection on the collector's lane: its longest hold inside the collection,
+  // [ts + held_from, ts + held_from + held_dur] (all of it, unless the collector handed the GIL over in the
+  // middle: in a gc.callbacks function or a finalizer), inside the hold_gil slice that began hold_lead before
+  // the part did; hold_lead -1 when the collector was not seen holding. The trace nests it there.
   int64_t hold_lead = -1;
   int64_t held_dur = 0;
+  int64_t held_from = 0;
   bool operator==(const GcCollection&) const = default;
 };
 

@@ -71,15 +71,49 @@ void GcTracker::begin(int64_t t_mid, const Holder& holder, const Delta& d, int64
   open_ = Open{};
   open_.active = true;
   open_.start = t_mid;
-  open_.tid = holder.tid;
-  open_.slot = holder.slot;
-  // The collector's lane gets a gc slice only inside a hold that had begun by then.
-  open_.hold_lead = holder.slot >= 0 && holder.hold_since >= 0 && holder.hold_since <= t_mid
-                        ? t_mid - holder.hold_since
-                        : -1;
   open_.pending = d;
   open_.pending_ts = t_prev;
   open_.pending_window = t_now - t_prev;
+  // Whoever held the GIL across the window in which `collecting` went to 1 set it.
+  saw_holder(holder, t_prev < t_now ? t_prev : -1);
+}
+
+GcTracker::Part* GcTracker::part_of(int slot, int64_t tid) {
+  for (size_t i = 0; i < open_.nparts; ++i) {
+    if (open_.parts[i].slot == slot) return &open_.parts[i];
+  }
+  if (open_.nparts == kParts) return nullptr;
+  Part& p = open_.parts[open_.nparts++];
+  p = Part{};
+  p.slot = slot;
+  p.tid = tid;
+  return &p;
+}
+
+void GcTracker::saw_holder(const Holder& holder, int64_t window_from) {
+  if (!open_.active || holder.slot < 0) return;
+  Part* p = part_of(holder.slot, holder.tid);
+  if (p == nullptr) return;
+  if (!p->holding || p->hold_since != holder.hold_since) {
+    if (p->holding) close_part(*p, holder.hold_since);
+    p->holding = true;
+    p->hold_since = holder.hold_since;
+    p->from = std::max(holder.hold_since, open_.start);
+  }
+  if (open_.certain < 0 && window_from >= 0 && holder.hold_since <= window_from) {
+    open_.certain = static_cast<int>(p - open_.parts.data());
+  }
+}
+
+void GcTracker::close_part(Part& p, int64_t at) {
+  p.holding = false;
+  if (at <= p.from) return;
+  p.total += at - p.from;
+  if (at - p.from > p.best_to - p.best_from) {
+    p.best_since = p.hold_since;
+    p.best_from = p.from;
+    p.best_to = at;
+  }
 }
 
 void GcTracker::take_one(Delta& d) {
@@ -119,18 +153,39 @@ void GcTracker::count_wait(size_t slot, int64_t since, int64_t at) {
   }
 }
 
-void GcTracker::hold_closed(size_t slot, int64_t at) {
-  if (open_.active && open_.slot >= 0 && static_cast<size_t>(open_.slot) == slot && open_.held_until < 0) {
-    open_.held_until = at;
+void GcTracker::hold_closed(size_t slot, int64_t tid, int64_t since, int64_t at) {
+  if (!open_.active || at <= open_.start) return;
+  Part* p = part_of(static_cast<int>(slot), tid);
+  if (p == nullptr) return;
+  if (!p->holding || p->hold_since != since) {  // a hold no GC reading saw: it began and ended between two
+    p->hold_since = since;
+    p->from = std::max(since, open_.start);
   }
+  close_part(*p, at);
 }
 
 void GcTracker::end(int64_t at) {
-  const Open& o = open_;
+  Open& o = open_;
   const int64_t dur = std::max<int64_t>(0, at - o.start);
-  int64_t held = 0;
-  if (o.hold_lead >= 0) held = std::clamp<int64_t>((o.held_until >= 0 ? o.held_until : at) - o.start, 0, dur);
-  emit(raw::GcCollection{.tid = o.tid,
+  int best = o.certain;
+  for (size_t i = 0; i < o.nparts; ++i) {
+    Part& p = o.parts[i];
+    if (p.holding) close_part(p, at);
+    if (best < 0 || (o.certain < 0 && p.total > o.parts[static_cast<size_t>(best)].total)) {
+      best = static_cast<int>(i);
+    }
+  }
+  int64_t tid = 0, hold_lead = -1, held_from = 0, held = 0;
+  if (best >= 0) {
+    const Part& p = o.parts[static_cast<size_t>(best)];
+    tid = p.tid;
+    if (p.best_to > p.best_from) {
+      hold_lead = p.best_from - p.best_since;
+      held_from = std::clamp<int64_t>(p.best_from - o.start, 0, dur);
+      held = std::clamp<int64_t>(p.best_to - p.best_from, 0, dur - held_from);
+    }
+  }
+  emit(raw::GcCollection{.tid = tid,
                          .ts = o.start,
                          .dur = dur,
                          .generation = o.generation,
@@ -138,8 +193,9 @@ void GcTracker::end(int64_t at) {
                          .uncollectable = static_cast<uint64_t>(std::max<int64_t>(0, o.uncollectable)),
                          .waiters = o.waiters,
                          .wait_ns = o.wait_ns,
-                         .hold_lead = o.hold_lead,
-                         .held_dur = held});
+                         .hold_lead = hold_lead,
+                         .held_dur = held,
+                         .held_from = held_from});
   open_ = Open{};
 }
 
@@ -219,6 +275,8 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
       }
       take_one(d);
       open_.counted_at = t_mid;
+      // Whoever held the GIL across this window moved the counter: the collector.
+      saw_holder(holder, t_prev);
       if (d.any()) {
         // More moves than the one seen running: after it, other collections ran between the two polls, so it
         // ended in this interval, and what runs now (if anything) is a later one. Split here, so that the
@@ -231,6 +289,7 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
         if (s.collecting == 1) begin(t_mid, holder, Delta{}, t_mid, t_mid);
       }
     }
+    saw_holder(holder, -1);  // a candidate: the callbacks and finalizers may hand the GIL over
     if (s.collecting == 0 && open_.active) {
       closing_ = true;
       close_at_ = t_mid;

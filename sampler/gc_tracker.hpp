@@ -4,7 +4,7 @@
 // into records (raw/gc_records.hpp):
 //
 // - A collection is a stretch of polls reading `collecting` == 1. It starts and ends at the midpoints between
-//   the polls that saw it begin and end, like the holds, and ran on the GIL's holder when it began. Its
+//   the polls that saw it begin and end, like the holds. Its
 //   generation is the one whose `collections` counter moved: the counter moves at the end of a collection
 //   while `collecting` is still 1, so a poll may see the move inside the stretch or at its end; either way
 //   each move is counted once. Its collected / uncollectable are that generation's counter deltas.
@@ -15,6 +15,13 @@
 // - Counter moves outside a stretch are collections that began and ended between two polls: GcUntimed, a
 //   count within that window, no duration. When one poll interval holds several moves, the one seen running
 //   gets one of them (the oldest generation that moved: the longest) and the others are counted as untimed.
+// - Its collector is the thread that set `collecting`, which is not always the holder when a poll first sees
+// it:
+//   the "start" gc.callbacks (Python code) run with `collecting` == 1 and can hand the GIL to a waiting
+//   thread before the collection proper runs (and the "stop" ones after it). Each thread seen holding during
+//   the stretch is a candidate (Part); the collector is one seen holding across the whole window in which
+//   `collecting` went to 1 or its counter moved (it held the GIL at that instant: certain), else the one that
+//   held the GIL longest in the stretch. Its gc slice on its lane is its longest hold inside the stretch.
 // - The GIL waiting during a collection is summed from the sampler's own waits (wait_closed / open_wait):
 //   how many threads waited at some time in it, and how long, all threads together.
 // - gc.get_count() (GcCounts) on change at most every kGcCountsPeriodNs and at every start and end;
@@ -59,8 +66,7 @@ class GcTracker {
   // into `out`; returns how many.
   size_t add_regions(std::span<ReadRegion> out);
 
-  // The collector when a collection is seen to begin: the GIL's holder (slot -1 when none or unknown) and
-  // when its hold began.
+  // The GIL's holder at a poll (slot -1 when none or unknown) and when its hold began.
   struct Holder {
     int slot = -1;
     int64_t tid = 0;
@@ -74,8 +80,8 @@ class GcTracker {
   bool wants_read(int64_t t_now) const {
     return active() && (!started_ || t_now - last_read_ns_ >= read_period_ns_);
   }
-  // After a poll that read the GC state (wants_read()) and the GIL: `read_ok` says whether every GC region was
-  // read. Edges lie at the midpoints between this reading and the previous one.
+  // After a poll that read the GC state (wants_read()) and the GIL: `read_ok` says whether every GC region
+  // was read. Edges lie at the midpoints between this reading and the previous one.
   void observe(bool read_ok, int64_t t_now, const Holder& holder);
   // True after observe() when the open collection ends at this poll: the sampler then reports every thread
   // still waiting (open_wait) and calls close().
@@ -85,7 +91,9 @@ class GcTracker {
 
   // The sampler's role changes, while a collection may run.
   void wait_closed(size_t slot, int64_t since, int64_t at) { count_wait(slot, since, at); }
-  void hold_closed(size_t slot, int64_t at);
+  // A hold of thread `tid` (slot `slot`) from `since` ended at `at`: what of it lies inside a running
+  // collection makes that thread a candidate collector.
+  void hold_closed(size_t slot, int64_t tid, int64_t since, int64_t at);
 
   bool collecting() const { return open_.active; }
   // The end of the recording (or of the target): an open collection ends here, its generation unknown
@@ -97,13 +105,23 @@ class GcTracker {
     int64_t n[3] = {0, 0, 0}, collected[3] = {0, 0, 0}, uncollectable[3] = {0, 0, 0};
     bool any() const { return n[0] > 0 || n[1] > 0 || n[2] > 0; }
   };
+  // A thread seen holding the GIL during the open collection: its holds inside it, the longest one kept.
+  struct Part {
+    int slot = -1;
+    int64_t tid = 0;
+    bool holding = false;  // a hold of it is open: since hold_since, inside the collection from `from`
+    int64_t hold_since = 0, from = 0;
+    int64_t total = 0;                                    // ns held inside the collection so far
+    int64_t best_since = 0, best_from = 0, best_to = -1;  // its longest hold inside it ([from, to])
+  };
+  static constexpr size_t kParts = 4;  // more threads than that taking turns inside one collection: the rest
+                                       // are not candidates
   struct Open {
     bool active = false;
     int64_t start = 0;
-    int64_t tid = 0;
-    int slot = -1;
-    int64_t hold_lead = -1;
-    int64_t held_until = -1;  // the collector dropped the GIL here (-1: it did not)
+    std::array<Part, kParts> parts{};
+    size_t nparts = 0;
+    int certain = -1;  // the part seen holding across the window of its start or its counter move
     bool counted = false;
     int64_t counted_at = 0;  // the poll that saw its counter move
     int32_t generation = -1;
@@ -115,6 +133,12 @@ class GcTracker {
   };
 
   void begin(int64_t t_mid, const Holder& holder, const Delta& d, int64_t t_prev, int64_t t_now);
+  // The holder seen at a poll of the open collection: a part opens (at `at` at the earliest); `window_from`:
+  // the previous reading, when this poll saw an instant only the collector can cause (its start, its counter
+  // move) in (window_from, now]; -1 otherwise.
+  void saw_holder(const Holder& holder, int64_t window_from);
+  Part* part_of(int slot, int64_t tid);
+  void close_part(Part& p, int64_t at);
   // Gives one counter move of `d` (the oldest generation that moved) to the open collection; the rest of `d`
   // is emitted as untimed over [ts, ts + window].
   void take_one(Delta& d);

@@ -121,7 +121,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   const auto slot = static_cast<size_t>(&t - tracks_.data());  // a running collection counts its waits
-  if (t.role == GilRole::kHolding) gc_.hold_closed(slot, at);
+  if (t.role == GilRole::kHolding) gc_.hold_closed(slot, t.ref.tid, t.since_ns, at);
   if (t.role == GilRole::kWaiting) gc_.wait_closed(slot, t.since_ns, at);
   t.role = role;
   t.since_ns = at;

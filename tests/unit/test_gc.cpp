@@ -273,6 +273,69 @@ TEST_CASE("gc tracker: back-to-back collections in one stretch are split where t
 }
 
 TEST_CASE(
+    "gc tracker: a collector whose start callback handed the GIL over is still the collector, on its lane in "
+    "the hold the collection ran in") {
+  GcTarget t;
+  ScriptedTasks tasks;
+  RecordQueue q(4096);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
+  uint64_t switches = 1;
+  auto hand_to = [&](int thread) {  // 0: 100, 1: 101; the other one waits in take_gil
+    t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder, kTstates + static_cast<uint64_t>(thread) * 0x1000);
+    t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number, ++switches);
+    tasks.state[100 + thread] = TaskState::kOtherSyscall;
+    tasks.state[101 - thread] = TaskState::kGilCond;
+  };
+  tasks.state[101] = TaskState::kGilCond;
+  t.waiters(1);
+  s.poll(1000);  // 100 holds, 101 waits
+  // 100 sets `collecting`; its start callback (Python code) hands the GIL to 101 before the next poll.
+  t.collecting(true);
+  hand_to(1);
+  s.poll(2000);  // began at 1500, seen with 101 holding
+  s.poll(3000);
+  hand_to(0);  // back to 100 at 3500: the collection proper
+  for (int64_t at = 4000; at <= 6000; at += 1000) s.poll(at);
+  t.collected_now(1, 1, 9);
+  s.poll(7000);  // its counter moved while 100 held the GIL throughout (6000, 7000]
+  t.collecting(false);
+  s.poll(8000);  // ended at 7500
+  s.finish(9000);
+  const auto events = drain(q);
+  const auto c = all_of<raw::GcCollection>(events);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].tid == 100);
+  CHECK(c[0].ts == 1500);
+  CHECK(c[0].dur == 6000);
+  CHECK(c[0].generation == 1);
+  CHECK(c[0].held_from == 2000);  // its hold from 3500
+  CHECK(c[0].held_dur == 4000);
+  CHECK(c[0].hold_lead == 0);
+  CHECK(c[0].waiters == 2);     // 100 while 101 ran (1500-3500), 101 through the collection proper
+  CHECK(c[0].wait_ns == 6000);  // (3500-7500)
+
+  // On 100's lane inside its hold from 3500; the whole collection on the GC lane.
+  const std::string text = converted_trace([&](raw::Writer& w) {
+    w.write(raw::ThreadStart{.tid = 100, .ts = 0, .tstate = 1, .name = "MainThread", .ns_tid = 0});
+    w.write(raw::ThreadStart{.tid = 101, .ts = 0, .tstate = 2, .name = "spinner", .ns_tid = 0});
+    for (const auto& r : events) w.write(r);
+    w.finish({{"duration_ns", 9000}});
+  });
+  const auto check = gilspy::test::check_chrome_trace(text);
+  CHECK_MESSAGE(check.ok(), (check.problems.empty() ? "" : check.problems[0]));
+  const auto doc = nlohmann::json::parse(text);
+  std::vector<double> on_lane, holds_100;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    if (e["name"] == "gc" && e["tid"] == 100) on_lane.push_back(e["ts"].get<double>());
+    if (e["name"] == "hold_gil" && e["tid"] == 100) holds_100.push_back(e["ts"].get<double>());
+  }
+  REQUIRE(on_lane.size() == 1);
+  REQUIRE(holds_100.size() == 2);
+  CHECK(on_lane[0] == doctest::Approx(holds_100[1]));  // starts with the hold from 3500
+}
+
+TEST_CASE(
     "gc tracker: a counter that moved before the stretch was seen, stop callbacks, and the recording's end") {
   GcTarget t;
   ScriptedTasks tasks;
@@ -418,14 +481,20 @@ TEST_CASE("gc raw lines: each kind round-trips; wrong values are refused naming 
                             .waiters = 2,
                             .wait_ns = 15,
                             .hold_lead = 5,
-                            .held_dur = 20};
-  CHECK(raw::gc_line(c) == R"(["G",7,10,20,1,3,1,2,15,5,20])");
+                            .held_dur = 15,
+                            .held_from = 4};
+  CHECK(raw::gc_line(c) == R"(["G",7,10,20,1,3,1,2,15,5,15,4])");
   auto bad = [](const std::string& why) { return Error(ErrorKind::kCorrupt, "event " + why); };
   CHECK(std::get<raw::GcCollection>(raw::gc_record_from_json(nlohmann::json::parse(raw::gc_line(c)), bad)) ==
         c);
+  // Format 3's first files had no held_from: their part began with the collection.
+  CHECK(std::get<raw::GcCollection>(
+            raw::gc_record_from_json(nlohmann::json::parse(R"(["G",7,10,20,1,3,1,2,15,5,20])"), bad))
+            .held_from == 0);
   const raw::GcUntimed u{.ts = 1, .window = 2, .generation = 0, .n = 4, .collected = 5, .uncollectable = 0};
   CHECK(std::get<raw::GcUntimed>(raw::gc_record_from_json(nlohmann::json::parse(raw::gc_line(u)), bad)) == u);
   for (const char* wrong : {R"(["G",7,10,20,3,3,1,2,15,5,20])", R"(["G",7,10,20,1,3,1,2,15,5,21])",
+                            R"(["G",7,10,20,1,3,1,2,15,5,15,6])", R"(["G",7,10,20,1,3,1,2,15,5,15,-1])",
                             R"(["G",7,10,-1,1,3,1,2,15,5,0])", R"(["GS",1,2,700,10,10])", R"(["GX",1])",
                             R"(["GI",1,2,0])", R"(["GC",1,"a",2,3])"}) {
     CAPTURE(wrong);

@@ -1,7 +1,7 @@
 """Garbage collections whose ground truth the workload logs itself (issue 9): every collection's start and stop
 (CLOCK_MONOTONIC, the clock gilspy uses) and generation from gc.callbacks, gc.get_count() at known instants, a
 run-time gc.disable() / gc.enable(), and a full collection of a large heap while another thread waits for the
-GIL.
+GIL (its start callback hands the GIL to that thread first).
 
 usage: gc_timeline.py main|disabled
   main:     after the file named by GILSPY_TEST_GO appears: forced gc.collect(0/1/2), automatic collections from
@@ -61,8 +61,18 @@ gc.collect()
 log = []  # [phase, monotonic ns, generation]
 
 
+busy_start_callback = []  # set for the contended collection: its start callback runs Python for 12 ms
+
+
 def callback(phase, info):
     log.append([phase, time.monotonic_ns(), info["generation"]])
+    if phase == "start" and busy_start_callback:
+        # Longer than the switch interval (5 ms) with the spinner waiting: the interpreter hands the GIL to the
+        # spinner inside the callback, with `collecting` already 1, and the collector waits to get it back
+        # before the collection proper. gilspy must still name the main thread as the collector.
+        end = time.monotonic_ns() + 12_000_000
+        while time.monotonic_ns() < end:
+            pass
 
 
 marks = {}
@@ -111,7 +121,9 @@ t.start()
 spinning.wait()
 time.sleep(0.05)
 marks["contended_ns"] = now()
+busy_start_callback.append(True)
 gc.collect(2)
+busy_start_callback.clear()
 marks["contended_end_ns"] = now()
 stop_spinning.set()
 t.join()
