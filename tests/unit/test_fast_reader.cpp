@@ -116,49 +116,64 @@ std::string writer_file(const std::vector<raw::Record>& records, bool finish = t
   return s.str();
 }
 
-const std::vector<raw::Record> kEvery = {
-    raw::ThreadStart{
-        .tid = 4242, .ts = 0, .tstate = 140000, .name = "MainThread \"quoted\" \xe2\x9c\x93", .ns_tid = 1},
-    raw::ThreadStart{.tid = 4243, .ts = 10, .tstate = 140100, .name = "thread 4243 (w)"},
-    raw::Hold{.tid = 4242, .ts = 100, .dur = 5000},
-    raw::Wait{.tid = 4243, .ts = 100, .dur = 5001},
-    raw::Waiters{.ts = 100, .n = 1},
-    raw::Waiters{.ts = 5101, .n = 0},
-    raw::Stats{.ts = 6000, .polls = 60, .late = 2, .missed = 1, .handoffs_seen = 5, .handoffs_total = 6},
-    raw::ProcessStopped{.ts = -50, .dur = 70},
-    raw::Hold{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = int64_t{1} << 60},
-    raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}},
-    raw::GcCounts{.ts = 200, .count = {5, 1, 0}},
-    raw::GcCollection{.tid = 4242,
-                      .ts = 300,
-                      .dur = 900,
-                      .generation = 2,
-                      .collected = 20000,
-                      .uncollectable = 1,
-                      .waiters = 1,
-                      .wait_ns = 800,
-                      .hold_lead = 200,
-                      .held_dur = 900},
-    raw::GcUntimed{.ts = 1300, .window = 100, .generation = 0, .n = 3, .collected = 12, .uncollectable = 0},
-    raw::CounterSample{.tid = 4242, .ts = 100, .dur = 5000, .role = raw::GilRole::kHolding, .count = 2,
-                       .holds = 1, .time_ns = 5000, .cpu_ns = 4900, .run_delay_ns = 100, .slices = 2,
-                       .preempted_holds = 0, .preempted_ns = 0, .values = {7, 0}},
-    raw::CounterSample{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = 0, .role = raw::GilRole::kReleased},
-    raw::ThreadSwitches{.tid = 4243, .ts = 6500, .voluntary = 3, .involuntary = 1},
-    raw::ThreadEnd{.tid = 4243, .ts = 7000},
-    raw::ThreadEnd{.tid = 4242, .ts = 7000},
-};
+// Built at run time: as a namespace-scope constant, g++ 12 tries to evaluate this initializer at compile time
+// (C++20's constexpr vector) and spends a minute on it.
+std::vector<raw::Record> every_kind() {
+  return {
+      raw::ThreadStart{
+          .tid = 4242, .ts = 0, .tstate = 140000, .name = "MainThread \"quoted\" \xe2\x9c\x93", .ns_tid = 1},
+      raw::ThreadStart{.tid = 4243, .ts = 10, .tstate = 140100, .name = "thread 4243 (w)"},
+      raw::Hold{.tid = 4242, .ts = 100, .dur = 5000},
+      raw::Wait{.tid = 4243, .ts = 100, .dur = 5001},
+      raw::Waiters{.ts = 100, .n = 1},
+      raw::Waiters{.ts = 5101, .n = 0},
+      raw::Stats{.ts = 6000, .polls = 60, .late = 2, .missed = 1, .handoffs_seen = 5, .handoffs_total = 6},
+      raw::ProcessStopped{.ts = -50, .dur = 70},
+      raw::Hold{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = int64_t{1} << 60},
+      raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}},
+      raw::GcCounts{.ts = 200, .count = {5, 1, 0}},
+      raw::GcCollection{.tid = 4242,
+                        .ts = 300,
+                        .dur = 900,
+                        .generation = 2,
+                        .collected = 20000,
+                        .uncollectable = 1,
+                        .waiters = 1,
+                        .wait_ns = 800,
+                        .hold_lead = 200,
+                        .held_dur = 800,
+                        .held_from = 100},
+      raw::GcUntimed{.ts = 1300, .window = 100, .generation = 0, .n = 3, .collected = 12, .uncollectable = 0},
+      raw::CounterSample{.tid = 4242,
+                         .ts = 100,
+                         .dur = 5000,
+                         .role = raw::GilRole::kHolding,
+                         .count = 2,
+                         .holds = 1,
+                         .time_ns = 5000,
+                         .cpu_ns = 4900,
+                         .run_delay_ns = 100,
+                         .slices = 2,
+                         .preempted_holds = 0,
+                         .preempted_ns = 0,
+                         .values = {7, 0}},
+      raw::CounterSample{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = 0, .role = raw::GilRole::kReleased},
+      raw::ThreadSwitches{.tid = 4243, .ts = 6500, .voluntary = 3, .involuntary = 1},
+      raw::ThreadEnd{.tid = 4243, .ts = 7000},
+      raw::ThreadEnd{.tid = 4242, .ts = 7000},
+  };
+}
 
 }  // namespace
 
 TEST_CASE("fast reader: a Writer file of every kind reads the same as through the SAX reader") {
-  const std::string f = writer_file(kEvery);
+  const std::string f = writer_file(every_kind());
   same_both_ways(f);
   std::istringstream in(f);
   const Outcome o = read_with(in, false);
   CHECK_FALSE(o.threw);
   CHECK(o.result.complete);
-  CHECK(o.records == kEvery);
+  CHECK(o.records == every_kind());
   CHECK(o.meta.ns_pid == 7);
   // ...and it was the fast path that read it, to the end.
   std::istringstream again(f);
@@ -166,17 +181,17 @@ TEST_CASE("fast reader: a Writer file of every kind reads the same as through th
       again, "f.json", [](const raw::Meta&) {}, [](const raw::Record&) {});
   REQUIRE(fast.result.has_value());
   CHECK(fast.result->complete);
-  CHECK(fast.records_delivered == kEvery.size());
-  same_both_ways(writer_file({}));             // no events
-  same_both_ways(writer_file(kEvery, false));  // unfinished: the SAX reader's recovery
-  same_both_ways(writer_file(kEvery, false), true);
+  CHECK(fast.records_delivered == every_kind().size());
+  same_both_ways(writer_file({}));                   // no events
+  same_both_ways(writer_file(every_kind(), false));  // unfinished: the SAX reader's recovery
+  same_both_ways(writer_file(every_kind(), false), true);
 }
 
-// The first "C" line of kEvery, as the Writer writes it.
+// The first "C" line of every_kind(), as the Writer writes it.
 const std::string kCounterLine = "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,0]]";
 
 TEST_CASE("fast reader: what the Writer would not write is handed to the SAX reader, with the same outcome") {
-  const std::string f = writer_file(kEvery);
+  const std::string f = writer_file(every_kind());
   auto replaced = [&](const std::string& from, const std::string& to) {
     std::string s = f;
     const size_t at = s.find(from);
@@ -184,11 +199,11 @@ TEST_CASE("fast reader: what the Writer would not write is handed to the SAX rea
     return s.replace(at, from.size(), to);
   };
   // Valid event lines in another form, which the fast path reads through nlohmann::json like the SAX reader.
-  for (const std::string& v : {replaced("[\"H\",4242,100,5000]", "[\"H\", 4242, 100, 5000]"),
-                               replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,5000,\"new\",[1]]"),
-                               replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7, 0]]"),
-                               replaced(kCounterLine,
-                                        "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,0],\"new\"]")}) {
+  for (const std::string& v :
+       {replaced("[\"H\",4242,100,5000]", "[\"H\", 4242, 100, 5000]"),
+        replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,5000,\"new\",[1]]"),
+        replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7, 0]]"),
+        replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,0],\"new\"]")}) {
     std::istringstream in(v);
     const raw::FastRead fast = raw::read_fast(
         in, "f.json", [](const raw::Meta&) {}, [](const raw::Record&) {});
@@ -201,16 +216,17 @@ TEST_CASE("fast reader: what the Writer would not write is handed to the SAX rea
       replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,-5000]"),   // a negative duration
       replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,05000]"),   // not JSON
       replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100,99999999999999999999]"),
-      replaced("[\"H\",4242,100,5000]", "[\"Q\",4242,100,5000]"),  // an unknown kind
-      replaced(kCounterLine, "[\"C\",4242,100,5000,\"X\",5000,4900,100,2,1,0,0,[7,0]]"),           // an unknown role
-      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,-4900,100,2,1,0,0,[7,0]]"),          // negative CPU
-      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[1,2,3,4,5,6,7,8,9]]"),  // 9 values
+      replaced("[\"H\",4242,100,5000]", "[\"Q\",4242,100,5000]"),                          // an unknown kind
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"X\",5000,4900,100,2,1,0,0,[7,0]]"),   // an unknown role
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,-4900,100,2,1,0,0,[7,0]]"),  // negative CPU
+      replaced(kCounterLine,
+               "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[1,2,3,4,5,6,7,8,9]]"),           // 9 values
       replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[07,0]]"),          // not JSON
       replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,4294967296,1,0,0,[7,0]]"),  // slices
-      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,-0]]"),          // -0: signed
-      replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100]"),       // a field short
-      replaced("[\"N\",100,1]", "[\"N\",1152921504606846977,1]"),  // past 2^60
-      replaced("\"events\":[", "\"x\":1,\n\"events\":["),          // an unknown member
+      replaced(kCounterLine, "[\"C\",4242,100,5000,\"H\",5000,4900,100,2,1,0,0,[7,-0]]"),  // -0: signed
+      replaced("[\"H\",4242,100,5000]", "[\"H\",4242,100]"),                               // a field short
+      replaced("[\"N\",100,1]", "[\"N\",1152921504606846977,1]"),                          // past 2^60
+      replaced("\"events\":[", "\"x\":1,\n\"events\":["),  // an unknown member
       replaced("\"format_version\":" + std::to_string(raw::kFormatVersion), "\"format_version\":9"),  // newer
       replaced("\"meta\":{", "\"meta\": {"),
       replaced("],\n\"summary\":", "],\r\n\"summary\":"),
@@ -233,7 +249,7 @@ TEST_CASE("fast reader: what the Writer would not write is handed to the SAX rea
 }
 
 TEST_CASE("fast reader: random damage to a finished file reads the same both ways (salvage or not)") {
-  std::vector<raw::Record> records = kEvery;
+  std::vector<raw::Record> records = every_kind();
   for (int i = 0; i < 50; ++i) records.push_back(raw::Hold{.tid = 4242, .ts = 10000 + i * 100, .dur = 50});
   const std::string f = writer_file(records);
   std::mt19937 rng(12345);
