@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs gilspy's build and test dependencies from Debian's packages (idempotent), then configures and
-# builds. Usage: scripts/setup.sh [--no-build] [--asan] [--chromium]
+# builds. Usage: [BUILD_TYPE=...] [BUILD_TARGETS="t1 t2"] scripts/setup.sh [--no-build] [--asan] [--chromium]
 # --chromium: also Debian's chromium, for scripts/devtools_screenshot.py (docs only, no test needs it); no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,4 +50,6 @@ esac
 # -g1 (line tables: backtraces and perf still name lines) instead of -g: the build is 10-30 % faster per file.
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGILSPY_WERROR=ON >/dev/null
-cmake --build build -j"$(nproc)"
+# BUILD_TARGETS: only these (scripts/test.sh: what the end-to-end tests run); default everything.
+# shellcheck disable=SC2086
+cmake --build build -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

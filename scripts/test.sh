@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Sets up, builds (warnings are errors) and runs every test: unit tests and the convert fuzzer (also under
-# ASan/UBSan) and the end-to-end tests against every pyenv interpreter 3.8+ and Debian's python3.11.
+# Sets up, builds (warnings are errors) and runs every test: the unit tests and the convert fuzzer under
+# ASan/UBSan, then the end-to-end tests against every pyenv interpreter 3.8+ and Debian's 3.11, 3.14, 3.15.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+SECONDS=0
+phase() { echo "== $1 (at ${SECONDS} s)"; }
+# The unit tests run once, under the sanitizers (below): the plain build makes what the other tests run.
+BUILD_TARGETS="gilspy gilspy_trace_check convert_without_sampler" scripts/setup.sh
 # Debian unstable's python3.14/3.15 with their own glibc (cached); without network they are reported missing.
 scripts/fetch_debian_pythons.sh || echo "test: Debian unstable's interpreters could not be fetched (see above)" >&2
-echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+phase "the ASan/UBSan build"
 scripts/setup.sh --asan
+phase "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/gilspy_unit_tests
-echo "== convert under the mutation fuzzer, AddressSanitizer + UndefinedBehaviorSanitizer (15 s)"
+phase "convert under the mutation fuzzer, AddressSanitizer + UndefinedBehaviorSanitizer (15 s)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build-asan/tests/gilspy_fuzz_convert --seconds 15 tests/data/small.raw.json
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build-asan/tests/gilspy_fuzz_convert --seconds 5 tests/data/stacks.raw.json
-echo "== all tests (unit + end-to-end), one at a time: the end-to-end tests measure timing on a small machine"
-# The fuzz_convert* entries are the same fuzzers without sanitizers: run above under ASan already.
-ctest --test-dir build --output-on-failure --timeout 600 -E "^fuzz_convert"
+phase "all other tests (end-to-end, viewer, bench smoke), one at a time: the end-to-end tests measure timing"
+# unit and fuzz_convert* are the unit tests and fuzzers without sanitizers: run above under ASan already.
+ctest --test-dir build --output-on-failure --timeout 600 -E "^fuzz_convert|^unit$"
+phase "done"

@@ -258,13 +258,17 @@ def scenario_pid_namespace(gilspy, python):
 
 
 def scenario_record_multi(gilspy, python):
-    """Two processes in one recording (-p A,B), one with RANK=3; then both merged on one timeline."""
+    """Four processes in one recording (-p A,B,C,D): no rank, RANK=3, LOCAL_RANK=5 alone, and RANK=2 with
+    LOCAL_RANK=6 (RANK wins); then all merged on one timeline, laid out in rank order."""
     a = Workload(python, "cpu_threads.py", 30, 2)
     b = Workload(python, "cpu_threads.py", 30, 3, env={"RANK": "3"})
+    c = Workload(python, "cpu_threads.py", 30, 2, env={"LOCAL_RANK": "5"})
+    e = Workload(python, "cpu_threads.py", 30, 2, env={"RANK": "2", "LOCAL_RANK": "6"})
+    ranks = ((a, 0), (b, 3), (c, 5), (e, 2))
     try:
         d = tempfile.mkdtemp(prefix="gilspy-rec-")
-        run_gilspy(gilspy, "record", "-p", f"{a.pid},{b.pid}", "-d", 2, "-o", d, check_rc=0)
-        files = {w: os.path.join(d, f"GIL_{w.pid}_rank_{rank}.json") for w, rank in ((a, 0), (b, 3))}
+        run_gilspy(gilspy, "record", "-p", ",".join(str(w.pid) for w, _ in ranks), "-d", 2, "-o", d, check_rc=0)
+        files = {w: os.path.join(d, f"GIL_{w.pid}_rank_{rank}.json") for w, rank in ranks}
         for w, path in files.items():
             check(os.path.exists(path), f"no {os.path.basename(path)} in {sorted(os.listdir(d))}")
             raw = Raw(path)
@@ -276,15 +280,21 @@ def scenario_record_multi(gilspy, python):
             assert_no_overlapping_holds(raw)
             check_trace(path.replace(".json", ".trace.json"), raw)
         merged = os.path.join(d, "merged.trace.json")
-        run_gilspy(gilspy, "convert", "-i", files[a], "-i", files[b], "-o", merged, check_rc=0)
+        inputs = [arg for w, _ in ranks for arg in ("-i", files[w])]
+        run_gilspy(gilspy, "convert", *inputs, "-o", merged, check_rc=0)
         doc = json.load(open(merged))
-        procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
-        check(set(procs) == {a.pid, b.pid}, f"merged trace has processes {procs}")
-        check_trace(merged, [Raw(files[a]), Raw(files[b])])
-        check("rank 3" in procs[b.pid], f"process name {procs[b.pid]!r} does not say rank 3")
+        meta = [ev for ev in doc["traceEvents"] if ev["ph"] == "M"]
+        procs = {ev["pid"]: ev["args"]["name"] for ev in meta if ev["name"] == "process_name"}
+        check(set(procs) == {w.pid for w, _ in ranks}, f"merged trace has processes {procs}")
+        check_trace(merged, [Raw(files[w]) for w, _ in ranks])
+        for w, rank in ranks[1:]:
+            check(f"rank {rank}" in procs[w.pid], f"process name {procs[w.pid]!r} does not say rank {rank}")
+        order = {ev["pid"]: ev["args"]["sort_index"] for ev in meta if ev["name"] == "process_sort_index"}
+        by_order = sorted((w for w, _ in ranks), key=lambda w: order.get(w.pid, 1 << 30))
+        check([dict(ranks)[w] for w in by_order] == [0, 2, 3, 5], f"processes laid out as {order}, not by rank")
     finally:
-        a.kill()
-        b.kill()
+        for w, _ in ranks:
+            w.kill()
 
 
 def scenario_long_c_call(gilspy, python):

@@ -34,18 +34,20 @@ def check_cpu_threads_share(raw, cpu_tids, who):
 
 
 def scenario_record_all(gilspy, python):
-    """No -p, no program: the Python processes running at the start (this interpreter and another version) and
-    those that start while it records, one file each; --no-follow leaves out the later ones."""
-    other, _ = find_interpreter("pyenv-3.11" if "3.11" not in python else "pyenv-3.12")
-    second = other or python
+    """No -p, no program: two Python processes running at the start (this interpreter and another version),
+    then six more on mixed versions that start while it records (eight in all), one file each; --no-follow
+    leaves out the later ones."""
+    others = [find_interpreter(n)[0] for n in ("pyenv-3.11", "pyenv-3.8", "pyenv-3.13", "debian-3.11")]
+    others = [o for o in others if o and o != python] or [python]
+    second = others[0]
     before = [Workload(python, "cpu_threads.py", 30, 2), Workload(second, "cpu_threads.py", 30, 2)]
     late = []
     try:
         d = tempfile.mkdtemp(prefix="gilspy-rec-")
-        p = subprocess.Popen([gilspy, "record", "-d", "4", "-o", d, "--no-status", "-q"],
+        p = subprocess.Popen([gilspy, "record", "-d", "5", "-o", d, "--no-status", "-q"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
-        late = [Workload(second, "cpu_threads.py", 30, 2), Workload(python, "cpu_threads.py", 30, 2)]
+        late = [Workload(([python] + others)[i % (len(others) + 1)], "cpu_threads.py", 30, 2) for i in range(6)]
         out, err = p.communicate(timeout=60)
         check(p.returncode == 0, f"exit {p.returncode}; stderr {err!r}")
         for w in before:
@@ -63,7 +65,7 @@ def scenario_record_all(gilspy, python):
         for w in late:
             raw = Raw(raw_files(d)[w.pid])
             first = min(e[2] for e in raw.events if e[0] == "T")
-            check(first >= 0.8e9, f"pid {w.pid} started 1 s in but its threads appear at {first / 1e9:.2f} s")
+            check(first >= 0.8e9, f"pid {w.pid} started 1 s in or later but its threads appear at {first / 1e9:.2f} s")
         # --no-follow: only those running at the start.
         d2 = tempfile.mkdtemp(prefix="gilspy-rec-")
         p = subprocess.Popen([gilspy, "record", "-d", "2", "-o", d2, "--no-status", "-q", "--no-follow"],
