@@ -27,6 +27,9 @@ DEPTH = 200
 
 phase1_begun = threading.Event()
 phase1_over = threading.Event()
+# hog's loop condition: no Python call in it (Event.is_set is one), so that hog is the innermost function at
+# every instant of its loop, which top's "function" (the last sample's) must show.
+hogging = [True]
 phase2_over = threading.Event()
 tids = {}
 lock = threading.Lock()
@@ -40,7 +43,7 @@ def note(role):
 def hog():
     note("A")
     v = 0
-    while not phase1_over.is_set():
+    while hogging[0]:
         v += 1
         v = v * 3 % 1000003
         v = v + 7
@@ -181,6 +184,7 @@ announce(info)
 time.sleep(PAUSE)
 phase1_begun.set()
 time.sleep(PHASE1)
+hogging[0] = False
 phase1_over.set()
 time.sleep(PHASE2)
 phase2_over.set()
