@@ -635,10 +635,9 @@ class InputConverter {
   EventWriter& out_;
   EventWriterOut gc_out_;
   GcLanes gc_;
-  std::vector<raw::GcCollection> pending_gc_;
-  std::vector<std::pair<int64_t, int64_t>>
-      frame_levels_;  // interval(): the last frame written per depth  // waiting for the hold they ran in
-                      // (written when it ends)
+  std::vector<raw::GcCollection> pending_gc_;  // waiting for the hold they ran in (written when it ends)
+  // interval(): the last frame slice written per depth, [start, end] in ns.
+  std::vector<std::pair<int64_t, int64_t>> frame_levels_;
   ConvertInputReport& report_;
   int64_t base_ns_;
   int64_t offset_ns_ = 0;

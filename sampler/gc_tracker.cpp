@@ -80,7 +80,8 @@ void GcTracker::begin(int64_t t_mid, const Holder& holder, const Delta& d, int64
 
 GcTracker::Part* GcTracker::part_of(int slot, int64_t tid) {
   for (size_t i = 0; i < open_.nparts; ++i) {
-    if (open_.parts[i].slot == slot) return &open_.parts[i];
+    // The tid too: a slot freed by a thread that ended is given to the next new one.
+    if (open_.parts[i].slot == slot && open_.parts[i].tid == tid) return &open_.parts[i];
   }
   if (open_.nparts == kParts) return nullptr;
   Part& p = open_.parts[open_.nparts++];
@@ -157,7 +158,7 @@ void GcTracker::hold_closed(size_t slot, int64_t tid, int64_t since, int64_t at)
   if (!open_.active || at <= open_.start) return;
   Part* p = part_of(static_cast<int>(slot), tid);
   if (p == nullptr) return;
-  if (!p->holding || p->hold_since != since) {  // a hold no GC reading saw: it began and ended between two
+  if (!p->holding || p->hold_since != since) {  // a hold no GC reading saw (between two of them)
     p->hold_since = since;
     p->from = std::max(since, open_.start);
   }

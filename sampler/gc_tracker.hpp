@@ -15,13 +15,12 @@
 // - Counter moves outside a stretch are collections that began and ended between two polls: GcUntimed, a
 //   count within that window, no duration. When one poll interval holds several moves, the one seen running
 //   gets one of them (the oldest generation that moved: the longest) and the others are counted as untimed.
-// - Its collector is the thread that set `collecting`, which is not always the holder when a poll first sees
-// it:
-//   the "start" gc.callbacks (Python code) run with `collecting` == 1 and can hand the GIL to a waiting
-//   thread before the collection proper runs (and the "stop" ones after it). Each thread seen holding during
-//   the stretch is a candidate (Part); the collector is one seen holding across the whole window in which
-//   `collecting` went to 1 or its counter moved (it held the GIL at that instant: certain), else the one that
-//   held the GIL longest in the stretch. Its gc slice on its lane is its longest hold inside the stretch.
+// - Its collector is the thread that set `collecting`, not always the holder when a poll first sees it: the
+//   "start" gc.callbacks (Python code) run with `collecting` == 1 and can hand the GIL to a waiting thread
+//   before the collection proper runs (and the "stop" ones after it). Each thread seen holding during the
+//   stretch is a candidate (Part); the collector is one seen holding across the whole window in which
+//   `collecting` went to 1 or its counter moved (it held the GIL at that instant: certain), else the one
+//   that held the GIL longest in the stretch. Its gc slice on its lane is its longest hold inside it.
 // - The GIL waiting during a collection is summed from the sampler's own waits (wait_closed / open_wait):
 //   how many threads waited at some time in it, and how long, all threads together.
 // - gc.get_count() (GcCounts) on change at most every kGcCountsPeriodNs and at every start and end;
@@ -133,9 +132,9 @@ class GcTracker {
   };
 
   void begin(int64_t t_mid, const Holder& holder, const Delta& d, int64_t t_prev, int64_t t_now);
-  // The holder seen at a poll of the open collection: a part opens (at `at` at the earliest); `window_from`:
-  // the previous reading, when this poll saw an instant only the collector can cause (its start, its counter
-  // move) in (window_from, now]; -1 otherwise.
+  // The holder seen at a poll of the open collection: its part opens (from its hold's start, or the
+  // collection's if later); `window_from`: the previous reading, when this poll saw an instant only the
+  // collector can cause (its start, its counter move) in (window_from, now]; -1 otherwise.
   void saw_holder(const Holder& holder, int64_t window_from);
   Part* part_of(int slot, int64_t tid);
   void close_part(Part& p, int64_t at);

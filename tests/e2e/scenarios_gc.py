@@ -108,9 +108,9 @@ def check_main(raw, rep, tol):
     full = max((c for c in in_window if c["gen"] == 2), key=lambda c: min(c["end"], c1) - max(c["start"], c0))
     check(min(full["end"], c1) - max(full["start"], c0) > 0, f"no collection inside [{c0}, {c1}]")
     check(full["waiters"] >= 1 and full["wait_ns"] > 0, f"the contended collection shows no waiter: {full}")
-    # While the collector held the GIL (its part [held_from, held_from + held_dur]: its start and stop callbacks,
-    # Python code, may hand the GIL over to the spinner), the spinner waited. How much of that time depends on the machine: a
-    # spinner that dropped the GIL and was preempted before it slept on the GIL's condition is running, not
+    # While the collector held the GIL (its part [held_from, held_from + held_dur]: its start and stop
+    # callbacks, Python code, may hand the GIL over to the spinner), the spinner waited. How much of that time
+    # depends on the machine: a spinner that dropped the GIL and was preempted before it slept on the GIL's condition is running, not
     # waiting, until it gets a CPU again (a loaded 2-core machine: several ms).
     spinner = rep["spinner"]
     anchor = raw.meta["clock"]["monotonic_ns"]

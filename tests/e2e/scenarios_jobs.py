@@ -37,8 +37,11 @@ def scenario_record_all(gilspy, python):
     """No -p, no program: two Python processes running at the start (this interpreter and another version),
     then six more on mixed versions that start while it records (eight in all), one file each; --no-follow
     leaves out the later ones."""
-    others = [find_interpreter(n)[0] for n in ("pyenv-3.11", "pyenv-3.8", "pyenv-3.13", "debian-3.11")]
-    others = [o for o in others if o and o != python] or [python]
+    names = ("pyenv-3.11", "pyenv-3.8", "pyenv-3.13", "debian-3.11")
+    found = {n: find_interpreter(n)[0] for n in names}
+    others = [o for o in found.values() if o and o != python] or [python]
+    missing = [n for n, o in found.items() if not o]
+    print(f"record_all: {python} mixed with {others}" + (f"; not found, not mixed in: {missing}" if missing else ""))
     second = others[0]
     before = [Workload(python, "cpu_threads.py", 30, 2), Workload(second, "cpu_threads.py", 30, 2)]
     late = []
