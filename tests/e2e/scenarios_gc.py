@@ -110,8 +110,8 @@ def check_main(raw, rep, tol):
     check(full["waiters"] >= 1 and full["wait_ns"] > 0, f"the contended collection shows no waiter: {full}")
     # While the collector held the GIL (its part [held_from, held_from + held_dur]: its start and stop
     # callbacks, Python code, may hand the GIL over to the spinner), the spinner waited. How much of that time
-    # depends on the machine: a spinner that dropped the GIL and was preempted before it slept on the GIL's condition is running, not
-    # waiting, until it gets a CPU again (a loaded 2-core machine: several ms).
+    # depends on the machine: a spinner that dropped the GIL and was preempted before it slept on the GIL's
+    # condition is running, not waiting, until it gets a CPU again (a loaded 2-core machine: several ms).
     spinner = rep["spinner"]
     anchor = raw.meta["clock"]["monotonic_ns"]
     h0 = full["start"] + full["held_from"] - anchor
