@@ -93,14 +93,14 @@ void PollLoop::emit_stats(int64_t now) {
 int64_t PollLoop::next_step(int64_t now, Pacing& p) {
   constexpr int64_t kPlacementRecheckNs = 10'000'000;  // holders also move between CPUs without a hand-off
   p.schedule.begin_tick();
-  bool changed = false;
+  bool handoff = false;  // a holder may have changed CPU only at a hand-off (or at the recheck below)
   for (const Target& t : targets_) {
     if (!t.live) continue;
     const PollActivity& a = t.sampler->activity();
     p.schedule.add(a, now);
-    changed = changed || a.last_change_ns == now;
+    handoff = handoff || a.last_handoff_ns == now;
   }
-  if ((changed || now >= p.next_placement_check) && p.placement.due(now)) {
+  if ((handoff || now >= p.next_placement_check) && p.placement.due(now)) {
     for (size_t i = 0; i < targets_.size(); ++i) {
       p.holder_cpus[i] = targets_[i].live ? targets_[i].sampler->holder_cpu() : -1;
     }
@@ -114,8 +114,8 @@ int64_t PollLoop::next_step(int64_t now, Pacing& p) {
 }
 
 void PollLoop::stack_work(int64_t deadline, Pacing& p) {
-  constexpr int64_t kMarginNs = 30'000;          // left before the next poll: a read in flight ends in time
-  constexpr int64_t kBurstNs = 20'000'000;       // the bucket holds at most this much
+  constexpr int64_t kMarginNs = 30'000;     // left before the next poll: a read in flight ends in time
+  constexpr int64_t kBurstNs = 20'000'000;  // the bucket holds at most this much
   const int64_t now = monotonic_ns();
   if (p.stack_refilled_ns == 0) p.stack_refilled_ns = now;
   p.stack_tokens_ns = std::min<int64_t>(

@@ -55,7 +55,8 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
     }
   }
   if (options_.stacks.enabled && interp.stack_layout.known) {
-    stacks_ = std::make_unique<StackSampler>(interp, reader, queue, target, options_.stacks, ThreadWalker::kMaxThreads);
+    stacks_ = std::make_unique<StackSampler>(interp, reader, queue, target, options_.stacks,
+                                             ThreadWalker::kMaxThreads);
   }
 }
 
@@ -70,10 +71,14 @@ void ProcessSampler::stack_work(int64_t deadline) {
 
 const char* to_string(TargetEnd e) {
   switch (e) {
-    case TargetEnd::kRunning: return "running";
-    case TargetEnd::kExited: return "target exited";
-    case TargetEnd::kExeced: return "target exec'd another program";
-    case TargetEnd::kInterpreterGone: return "interpreter gone (GIL unreadable)";
+    case TargetEnd::kRunning:
+      return "running";
+    case TargetEnd::kExited:
+      return "target exited";
+    case TargetEnd::kExeced:
+      return "target exec'd another program";
+    case TargetEnd::kInterpreterGone:
+      return "interpreter gone (GIL unreadable)";
   }
   return "?";
 }
@@ -126,7 +131,8 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   t.role = role;
   t.since_ns = at;
   if (stacks_) stacks_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
-  if (thread_counters_ != nullptr) thread_counters_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
+  if (thread_counters_ != nullptr)
+    thread_counters_->role_changed(static_cast<size_t>(&t - tracks_.data()), role, at);
 }
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
@@ -165,7 +171,8 @@ void ProcessSampler::rewalk(int64_t t_mid) {
     }
     if (!still) {
       set_role(t, GilRole::kReleased, t_mid);
-      if (thread_counters_ != nullptr) thread_counters_->thread_removed(i, t_mid);  // its last figures before its end
+      if (thread_counters_ != nullptr)
+        thread_counters_->thread_removed(i, t_mid);  // its last figures before its end
       emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
       tasks_.thread_removed(i);
       if (stacks_) stacks_->thread_removed(i);
@@ -283,7 +290,7 @@ bool ProcessSampler::poll_once(int64_t t_now) {
     if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
       // Once per target (allocates): did the program image change under us?
       const auto image = process_image_id(interp_.pid);
-      end_cause_ = !image                            ? TargetEnd::kExited
+      end_cause_ = !image                              ? TargetEnd::kExited
                    : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
                                                        : TargetEnd::kInterpreterGone;
       finish(started_ ? t_prev_ : t_now);
@@ -342,21 +349,26 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters
   //    can only shrink when the holder changes, and only by the new holder when every hand-off was seen:
   //    then only the previous holder (asked below as a "holding" thread) needs the kernel. After unseen
-  //    hand-offs anyone may have taken and dropped the GIL: everyone is asked. The set grows when the cond's
-  //    waiter count goes past what we know.
+  //    hand-offs any waiter may have taken and dropped the GIL: every waiter is asked. A released thread
+  //    needs asking only when the cond's waiter count says someone we do not know of sleeps there (pass 2
+  //    below), so a target with many idle threads does not cost a read of each at every hand-off. A full
+  //    scan every full_scan_period_ns is the safety net (a thread blocked on the GIL's mutex is not in that
+  //    count; a waiter can leave take_gil only by taking the GIL, which a hand-off shows).
   size_t known_waiting = 0;
   for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
   const bool holder_changed = g.holder() != prev_.holder() || delta > 0;
-  const bool scan_all =
-      periodic || (holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0));
-  const bool scan_released = !scan_all && g.waiters > known_waiting;
+  const bool full_scan = t_now - last_full_scan_ns_ >= options_.full_scan_period_ns;
+  if (full_scan) last_full_scan_ns_ = t_now;
+  const bool ask_waiters =
+      full_scan || (holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0));
 
   // 5. Ask first, then decide: whether a waiter that reads "running" can still be inside the GIL's condition
   //    wait depends on the others. glibc counts a woken waiter in __wrefs until it has run, so the cond's
   //    count covers the threads asleep in it plus the woken ones: when the threads the kernel shows asleep
   //    there (and the waiters not asked) already make up the count, every "running" waiter has left take_gil.
   size_t asked = 0;
-  int64_t accounted = 0;  // waiters the cond's count is known or assumed to include
+  int64_t accounted = 0;        // waiters the cond's count is known or assumed to include
+  int64_t running_waiters = 0;  // asked waiters that read "running": perhaps still counted there
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     if (static_cast<int>(i) == holder) {
@@ -368,17 +380,30 @@ bool ProcessSampler::poll_once(int64_t t_now) {
       set_role(t, GilRole::kHolding, t_mid);
       continue;
     }
-    const bool ask = scan_all || (scan_released && t.role == GilRole::kReleased) || t.maybe_left_ns >= 0 ||
+    const bool ask = (full_scan && t.role == GilRole::kReleased) ||
+                     (ask_waiters && t.role == GilRole::kWaiting) || t.maybe_left_ns >= 0 ||
                      (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0));
     if (ask) {
       counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
       const TaskState state = tasks_.read(i);
       asked_[asked++] = {i, state};  // capacity kMaxThreads: no allocation
       accounted += state == TaskState::kGilCond ? 1 : 0;
+      running_waiters += state == TaskState::kRunning && t.role == GilRole::kWaiting ? 1 : 0;
     } else if (t.role == GilRole::kHolding) {
       set_role(t, GilRole::kReleased, t_mid);
     } else if (t.role == GilRole::kWaiting) {
       ++accounted;
+    }
+  }
+  // Pass 2: more in the cond than the known waiters explain: a released thread began waiting.
+  if (!full_scan && g.waiters > accounted + running_waiters) {
+    for (const uint16_t i : active_) {
+      Track& t = tracks_[i];
+      if (static_cast<int>(i) == holder || t.role != GilRole::kReleased || t.maybe_left_ns >= 0) continue;
+      counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
+      const TaskState state = tasks_.read(i);
+      asked_[asked++] = {i, state};
+      accounted += state == TaskState::kGilCond ? 1 : 0;
     }
   }
   const bool no_room_in_wait = accounted >= static_cast<int64_t>(g.waiters);
@@ -432,6 +457,7 @@ void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirt
   for (const uint16_t i : active_) probation = probation || tracks_[i].maybe_left_ns >= 0;
   const bool doubt = dirty || walk_incomplete_ || probation;
   if (handoff || g.locked != prev_.locked || holding_changed_ || doubt) activity_.last_change_ns = t_now;
+  if (handoff || g.locked != prev_.locked) activity_.last_handoff_ns = t_now;
   activity_.probation = probation;
   activity_.switch_due_ns = -1;
   if (g.locked == 1 && g.waiters > 0) {

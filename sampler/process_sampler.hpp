@@ -73,12 +73,14 @@ struct SamplerCounters {
 };
 
 struct SamplerOptions {
-  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list (and re-check every waiter) this often
-  bool read_gc = true;                  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
+  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often
+  // Ask the kernel about every thread, waiters and idle ones, this often (process_sampler.cpp, step 4).
+  int64_t full_scan_period_ns = 200'000'000;
+  bool read_gc = true;  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
   // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
   // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
   int64_t gc_read_period_ns = 150'000;
-  StackOptions stacks{};                  // Python stacks and thread names (stack_sampler.hpp)
+  StackOptions stacks{};  // Python stacks and thread names (stack_sampler.hpp)
 };
 
 class ProcessSampler {
@@ -174,12 +176,13 @@ class ProcessSampler {
   bool started_ = false;
   bool gone_ = false;
   TargetEnd end_cause_ = TargetEnd::kRunning;
-  TaskStatFile process_stat_;    // the thread-group leader's stat: T/t while the whole process is stopped
+  TaskStatFile process_stat_;      // the thread-group leader's stat: T/t while the whole process is stopped
   int64_t stopped_since_ns_ = -1;  // a stop seen at a re-walk, not yet ended
   std::optional<std::string> image_id_;  // base/proc_files.hpp process_image_id() when attached
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
+  int64_t last_full_scan_ns_ = INT64_MIN / 2;  // the first poll scans everyone
   GcTracker gc_;
   // Where the GC state lies in the same struct as the GIL (3.8: _PyRuntime; 3.12+: the interpreter), one
   // region covers both: no extra region (and page pin) per poll. span_bytes_ empty: separate regions.

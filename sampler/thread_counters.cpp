@@ -66,10 +66,17 @@ void ThreadCounters::thread_added(size_t slot, int64_t tid, GilRole role, int64_
   s.tid = tid;
   s.last_read_ns = at;
   source_.thread_added(slot, static_cast<int32_t>(tid));
-  const CounterReading r = source_.read(slot, true);
-  ++reads_;
-  s.sched = r.sched;
-  s.perf = r.perf;
+  // A thread found after the first poll began since (a thread-per-request server starts a thousand a
+  // second, and most end within a millisecond or two): it is not read now, so one that ends before its first
+  // due read never costs an open of its schedstat (most of those opens found the thread gone already). Its
+  // first read is its baseline. (Its switches are still read now, within their own small rate.)
+  const bool late = polled_;
+  if (!late) {
+    const CounterReading r = source_.read(slot, true);
+    ++reads_;
+    s.sched = r.sched;
+    s.perf = r.perf;
+  }
   s.segments[0] = {role, at, false};
   s.segment_count = 1;
   emit_window(s, at);                              // an empty window: sets the roles and the start
@@ -112,6 +119,7 @@ void ThreadCounters::role_changed(size_t slot, GilRole role, int64_t at) {
 }
 
 void ThreadCounters::after_poll(int64_t t_now) {
+  polled_ = true;
   // A thread that changes role at nearly every poll (one that drops the GIL around every write) is read at
   // most every change_read_gap_ns: its changes in between become segments of one stretch, split the same way.
   size_t kept = 0;
@@ -158,7 +166,9 @@ void ThreadCounters::after_poll(int64_t t_now) {
 void ThreadCounters::thread_removed(size_t slot, int64_t at) {
   Slot& s = slots_[slot];
   if (!s.active) return;
-  read_now(slot, std::max(at, s.last_read_ns));
+  // Never read (a thread that began and ended between two due reads): nothing to measure against.
+  const bool read_before = s.sched.has_value() || s.perf.has_value();
+  if (read_before) read_now(slot, std::max(at, s.last_read_ns));
   end_hold(s);
   emit_window(s, s.last_read_ns);
   if (take_switch_token(at)) read_switches(slot, at);

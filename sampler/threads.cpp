@@ -23,12 +23,14 @@ bool task_exists(pid_t pid, int32_t tid) {
 ThreadWalker::ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr)
     : pid_(pid), layout_(layout), interp_addr_(interp_addr), ns_(pid) {
   const auto& ts = layout_.tstate;
-  const uint32_t offs[] = {ts.prev, ts.next, ts.interp, ts.thread_id, ts.native_thread_id.value_or(ts.thread_id)};
+  const uint32_t offs[] = {ts.prev, ts.next, ts.interp, ts.thread_id,
+                           ts.native_thread_id.value_or(ts.thread_id)};
   span_start_ = *std::min_element(std::begin(offs), std::end(offs));
   span_size_ = *std::max_element(std::begin(offs), std::end(offs)) + 8 - span_start_;
   if (span_size_ > kNodeSpan) {
-    throw Error(ErrorKind::kLayoutMismatch, "thread state fields span " + std::to_string(span_size_) + " bytes, more than " +
-                                          std::to_string(kNodeSpan) + " read per node");
+    throw Error(ErrorKind::kLayoutMismatch, "thread state fields span " + std::to_string(span_size_) +
+                                                " bytes, more than " + std::to_string(kNodeSpan) +
+                                                " read per node");
   }
 }
 
@@ -37,7 +39,8 @@ uint64_t ThreadWalker::identity_addr(const ThreadRef& t) const {
 }
 
 uint64_t ThreadWalker::identity_value(const ThreadRef& t) const {
-  return layout_.tstate.native_thread_id ? static_cast<uint64_t>(static_cast<uint32_t>(t.ns_tid)) : t.pthread_id;
+  return layout_.tstate.native_thread_id ? static_cast<uint64_t>(static_cast<uint32_t>(t.ns_tid))
+                                         : t.pthread_id;
 }
 
 size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete) {
@@ -45,6 +48,60 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
   if (truncated != nullptr) *truncated = false;
   if (complete != nullptr) *complete = false;
   ns_.allow_rescan();
+  size_t count = batch_walk(reader, out);
+  const bool batched = count != SIZE_MAX;
+  if (batched) {
+    if (complete != nullptr) *complete = true;
+  } else {
+    bool whole = false;
+    count = step_walk(reader, out, truncated, &whole);
+    if (complete != nullptr) *complete = whole;
+    last_count_ = 0;
+    if (whole && count <= kBatchMax && count > 0) {
+      // Checked in one read next time (the TIDs below are filled in once known).
+      for (size_t i = 0; i < count; ++i) last_[i] = out[i];
+      last_count_ = count;
+    }
+  }
+  if (!batched && !ts.native_thread_id && count > 0) {
+    if (!calibrated_) calibrate_pthread_tid(reader, out.first(count));
+    if (pthread_tid_offset_) {
+      for (size_t i = 0; i < count; ++i) {
+        int32_t tid = 0;
+        const ReadRegion r{out[i].pthread_id + *pthread_tid_offset_, &tid, sizeof tid};
+        out[i].tid = reader.read({&r, 1}) == 1 ? tid : 0;
+      }
+    }
+    if (!pthread_tid_offset_) last_count_ = 0;  // nothing to check the TIDs with
+  }
+  if (!batched) {
+    for (size_t i = 0; i < last_count_; ++i) last_[i].tid = out[i].tid;
+  }
+  // The target's tids are its own namespace's; /proc here and the output use ours.
+  for (size_t i = 0; i < count; ++i) {
+    out[i].ns_tid = out[i].tid;
+    out[i].tid = ns_.to_host(out[i].tid);
+  }
+  // A thread state that is being set up for a new thread does not name its own thread yet: from 3.11 its
+  // native_thread_id is 0 until the thread starts; before 3.11 it carries the creating thread's thread_id
+  // (the list is newest first, so the creator comes later in it). Such an entry is left out until its
+  // thread runs, or the creator would be seen twice. The new thread writes its two ids one after the other
+  // (3.10-3.11 thread_run: thread_id, then native_thread_id), so for a moment the entry has its own
+  // thread_id and the creator's tid: a tid seen again further down the list marks a placeholder too.
+  size_t kept = 0;
+  for (size_t i = 0; i < count; ++i) {
+    bool placeholder = out[i].tid <= 0;
+    for (size_t k = i + 1; k < count && !placeholder; ++k) {
+      placeholder = out[k].pthread_id == out[i].pthread_id || out[k].tid == out[i].tid;
+    }
+    if (!placeholder) out[kept++] = out[i];
+  }
+  return kept;
+}
+
+size_t ThreadWalker::step_walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated,
+                               bool* complete) {
+  const auto& ts = layout_.tstate;
   uint64_t tstate = 0;
   const ReadRegion head{interp_addr_ + layout_.interp.threads_head, &tstate, sizeof tstate};
   if (reader.read({&head, 1}) != 1) return 0;
@@ -71,7 +128,8 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
       return v;
     };
     const uint64_t prev = field(ts.prev), next = field(ts.next), interp = field(ts.interp);
-    const uint64_t thread_id = field(ts.thread_id), native = field(ts.native_thread_id.value_or(ts.thread_id));
+    const uint64_t thread_id = field(ts.thread_id),
+                   native = field(ts.native_thread_id.value_or(ts.thread_id));
     // Each node must point back at the one we came from: a stale pointer into a freed (or reused) thread
     // state would otherwise end the walk early as if the list ended there.
     if (interp != interp_addr_ || prev != came_from) {
@@ -86,36 +144,51 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
     tstate = next;
   }
   if (complete != nullptr) *complete = tstate == 0 && (truncated == nullptr || !*truncated);
-  if (!ts.native_thread_id && count > 0) {
-    if (!calibrated_) calibrate_pthread_tid(reader, out.first(count));
-    if (pthread_tid_offset_) {
-      for (size_t i = 0; i < count; ++i) {
-        int32_t tid = 0;
-        const ReadRegion r{out[i].pthread_id + *pthread_tid_offset_, &tid, sizeof tid};
-        out[i].tid = reader.read({&r, 1}) == 1 ? tid : 0;
-      }
+  return count;
+}
+
+size_t ThreadWalker::batch_walk(MemoryReader& reader, std::span<ThreadRef> out) {
+  const auto& ts = layout_.tstate;
+  const size_t n = last_count_;
+  if (n == 0 || n > out.size()) return SIZE_MAX;
+  const bool with_tids = !ts.native_thread_id;
+  uint64_t head = 0;
+  size_t k = 0;
+  batch_regions_[k++] = {interp_addr_ + layout_.interp.threads_head, &head, sizeof head};
+  for (size_t i = 0; i < n; ++i) {
+    batch_regions_[k++] = {last_[i].tstate + span_start_, batch_nodes_.data() + i * kNodeSpan, span_size_};
+  }
+  if (with_tids) {
+    for (size_t i = 0; i < n; ++i) {
+      batch_regions_[k++] = {last_[i].pthread_id + *pthread_tid_offset_, &batch_tids_[i], sizeof(int32_t)};
     }
   }
-  // The target's tids are its own namespace's; /proc here and the output use ours.
-  for (size_t i = 0; i < count; ++i) {
-    out[i].ns_tid = out[i].tid;
-    out[i].tid = ns_.to_host(out[i].tid);
-  }
-  // A thread state that is being set up for a new thread does not name its own thread yet: from 3.11 its
-  // native_thread_id is 0 until the thread starts; before 3.11 it carries the creating thread's thread_id
-  // (the list is newest first, so the creator comes later in it). Such an entry is left out until its
-  // thread runs, or the creator would be seen twice. The new thread writes its two ids one after the other
-  // (3.10-3.11 thread_run: thread_id, then native_thread_id), so for a moment the entry has its own
-  // thread_id and the creator's tid: a tid seen again further down the list marks a placeholder too.
-  size_t kept = 0;
-  for (size_t i = 0; i < count; ++i) {
-    bool placeholder = out[i].tid <= 0;
-    for (size_t k = i + 1; k < count && !placeholder; ++k) {
-      placeholder = out[k].pthread_id == out[i].pthread_id || out[k].tid == out[i].tid;
+  if (reader.read({batch_regions_.data(), k}) != k || head != last_[0].tstate) return SIZE_MAX;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* node = batch_nodes_.data() + i * kNodeSpan;
+    auto field = [&](uint32_t off) {
+      uint64_t v;
+      std::memcpy(&v, node + (off - span_start_), sizeof v);
+      return v;
+    };
+    const uint64_t want_prev = i == 0 ? 0 : last_[i - 1].tstate;
+    const uint64_t want_next = i + 1 < n ? last_[i + 1].tstate : 0;
+    if (field(ts.interp) != interp_addr_ || field(ts.prev) != want_prev || field(ts.next) != want_next) {
+      return SIZE_MAX;
     }
-    if (!placeholder) out[kept++] = out[i];
+    ThreadRef& t = out[i];
+    t.tstate = last_[i].tstate;
+    t.pthread_id = field(ts.thread_id);
+    if (with_tids) {
+      // Before 3.11 the TID word lies in struct pthread: valid only while thread_id still names it.
+      if (t.pthread_id != last_[i].pthread_id) return SIZE_MAX;
+      t.tid = batch_tids_[i];
+    } else {
+      t.tid = static_cast<int32_t>(field(*ts.native_thread_id));
+    }
+    last_[i].tid = t.tid;  // a thread state set up for a new thread gets its TID later
   }
-  return kept;
+  return n;
 }
 
 void ThreadWalker::calibrate_pthread_tid(MemoryReader& reader, std::span<const ThreadRef> threads) {
@@ -124,7 +197,8 @@ void ThreadWalker::calibrate_pthread_tid(MemoryReader& reader, std::span<const T
     for (const auto& t : threads) {
       int32_t tid = 0;
       const ReadRegion r{t.pthread_id + off, &tid, sizeof tid};
-      if (t.pthread_id == 0 || reader.read({&r, 1}) != 1 || !task_exists(pid_, ns_.to_host(tid))) return false;
+      if (t.pthread_id == 0 || reader.read({&r, 1}) != 1 || !task_exists(pid_, ns_.to_host(tid)))
+        return false;
     }
     return true;
   };

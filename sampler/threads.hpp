@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "cpython_layouts/layout.hpp"
 #include "sampler/memory_reader.hpp"
@@ -34,7 +35,13 @@ class ThreadWalker {
   // if there were more). Never allocates. A thread state that cannot be read or whose `interp` does not point
   // back ends the walk early (the list changed under us: a thread exited while we followed it); then
   // `complete` is false and a missing thread says nothing about whether it still exists.
-  size_t walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated = nullptr, bool* complete = nullptr);
+  size_t walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated = nullptr,
+              bool* complete = nullptr);
+
+  // A walk first checks the list it found last time in one read (the head, every node it had, and before 3.11
+  // each thread's TID word): when every link still points where it did, that is the walk, one system call
+  // instead of one or two per thread. Any difference, and the list is walked node by node.
+  static constexpr size_t kBatchMax = 64;  // threads checked at once; a longer list is always walked
 
   // The word that changes when a thread state is freed or reused: per poll, the sampler reads it for each
   // known thread and compares with `identity_value`.
@@ -49,14 +56,25 @@ class ThreadWalker {
 
  private:
   void calibrate_pthread_tid(MemoryReader& reader, std::span<const ThreadRef> threads);
+  // The last complete walk's list, checked in one read; SIZE_MAX when it differs (or there is none).
+  size_t batch_walk(MemoryReader& reader, std::span<ThreadRef> out);
+  size_t step_walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete);
   pid_t pid_;
   layouts::Layout layout_;
   uint64_t interp_addr_;
-  static constexpr uint32_t kNodeSpan = 256;  // bytes read per thread state; the table's offsets fit (checked)
-  uint32_t span_start_ = 0, span_size_ = 0;    // the part of a thread state a walk reads
+  static constexpr uint32_t kNodeSpan =
+      256;                                   // bytes read per thread state; the table's offsets fit (checked)
+  uint32_t span_start_ = 0, span_size_ = 0;  // the part of a thread state a walk reads
   std::optional<uint32_t> pthread_tid_offset_;
   bool calibrated_ = false;
   NamespaceTids ns_;
+  // The last complete walk (tstate, pthread_id, the target's own tid), and room for checking it in one read;
+  // allocated here, so that a walk never allocates.
+  std::vector<ThreadRef> last_ = std::vector<ThreadRef>(kBatchMax);
+  size_t last_count_ = 0;
+  std::vector<uint8_t> batch_nodes_ = std::vector<uint8_t>(kBatchMax * kNodeSpan);
+  std::vector<int32_t> batch_tids_ = std::vector<int32_t>(kBatchMax);
+  std::vector<ReadRegion> batch_regions_ = std::vector<ReadRegion>(1 + 2 * kBatchMax);
 };
 
 }  // namespace gilspy::sampler

@@ -1,5 +1,5 @@
-// The sampler's reconstruction, driven through fake memory: a made-up interpreter laid out with the 3.11 table,
-// GIL states set poll by poll, and scripted kernel task states.
+// The sampler's reconstruction, driven through fake memory: a made-up interpreter laid out with the 3.11
+// table, GIL states set poll by poll, and scripted kernel task states.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -8,11 +8,11 @@
 #include <variant>
 #include <vector>
 
-#include "cpython_layouts/layout.hpp"
 #include "base/error.hpp"
-#include "support/fake_memory_reader.hpp"
+#include "cpython_layouts/layout.hpp"
 #include "sampler/poll_loop.hpp"
 #include "sampler/process_sampler.hpp"
+#include "support/fake_memory_reader.hpp"
 
 using namespace gilspy;
 using namespace gilspy::sampler;
@@ -143,7 +143,8 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
   CHECK(s.counters().handoffs_seen.load() == 1);
 }
 
-TEST_CASE("sampler: unseen hand-offs are counted; a waiter that may have taken the GIL is dated back once known") {
+TEST_CASE(
+    "sampler: unseen hand-offs are counted; a waiter that may have taken the GIL is dated back once known") {
   FakeTarget t;
   t.tids = {100, 101, 102, 103};
   t.set_threads({0, 1, 2, 3});
@@ -157,9 +158,9 @@ TEST_CASE("sampler: unseen hand-offs are counted; a waiter that may have taken t
   tasks.state[103] = TaskState::kGilCond;
   s.poll(1000);
   // 0 -> 2 -> 1 between polls: switch_number +2, one visible change. 102 and 103 both read "running": 102
-  // took the GIL and runs without it now, 103 was only woken and is still on its way into take_gil. The cond's
-  // count (__wrefs) holds 100, asleep, and 103, woken but not yet run: glibc drops a waiter from it only once
-  // the waiter runs.
+  // took the GIL and runs without it now, 103 was only woken and is still on its way into take_gil. The
+  // cond's count (__wrefs) holds 100, asleep, and 103, woken but not yet run: glibc drops a waiter from it
+  // only once the waiter runs.
   t.gil(1, FakeTarget::tstate(1), 12, 2);
   tasks.state[100] = TaskState::kGilCond;
   tasks.state[101] = TaskState::kRunning;
@@ -168,7 +169,8 @@ TEST_CASE("sampler: unseen hand-offs are counted; a waiter that may have taken t
   s.poll(2000);
   CHECK(s.counters().handoffs_total.load() == 2);
   CHECK(s.counters().handoffs_seen.load() == 1);
-  // Nothing changes in the GIL, but the doubtful ones are asked again: 102 is now asleep, 103 back on the cond.
+  // Nothing changes in the GIL, but the doubtful ones are asked again: 102 is now asleep, 103 back on the
+  // cond.
   tasks.state[102] = TaskState::kOtherSyscall;
   tasks.state[103] = TaskState::kGilCond;
   s.poll(3000);
@@ -443,7 +445,8 @@ TEST_CASE("poll loop: each stats tick says where every live thread stands") {
   tasks.state[101] = TaskState::kGilCond;
   RecordQueue q(1 << 16);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
-  PollLoop loop({.rate_hz = 2000, .duration_s = 0.1, .realtime = false, .nice = 0, .stats_period_s = 0.02}, q);
+  PollLoop loop({.rate_hz = 2000, .duration_s = 0.1, .realtime = false, .nice = 0, .stats_period_s = 0.02},
+                q);
   std::atomic<bool> stop{false};
   ProcessSampler* samplers[] = {&s};
   CHECK(loop.run(samplers, stop) == StopReason::kDuration);
@@ -460,7 +463,8 @@ TEST_CASE("poll loop: each stats tick says where every live thread stands") {
   REQUIRE(latest.size() == 2);
   CHECK(latest[100].role == raw::GilRole::kHolding);
   CHECK(latest[101].role == raw::GilRole::kWaiting);
-  CHECK(latest[100].since == latest[101].since);  // both since the first poll: one hold, one wait, never ended
+  CHECK(latest[100].since ==
+        latest[101].since);  // both since the first poll: one hold, one wait, never ended
 }
 
 TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread") {
@@ -514,7 +518,8 @@ TEST_CASE("sampler: a GIL that stays unreadable for a second ends the target; a 
   CHECK(holds.back().end == 600'000'000);  // closed at the last poll that read the GIL
 }
 
-TEST_CASE("sampler: a running waiter for whom the cond's count has no room left take_gil; one it may count stays") {
+TEST_CASE(
+    "sampler: a running waiter for whom the cond's count has no room left take_gil; one it may count stays") {
   // 0 -> 102 -> 0 between two polls: 102 took the GIL, dropped it, and now reads "running". 101 still sleeps
   // in the cond. Returns 102's waits when the cond then counts `counted` waiters.
   auto waits_of_102 = [](uint32_t counted) {
@@ -549,7 +554,8 @@ TEST_CASE("sampler: a running waiter for whom the cond's count has no room left 
   CHECK(stayed[0].end == 3000);
 }
 
-TEST_CASE("sampler: a new thread's state still naming its creator, seen in a walk cut short, is not the creator") {
+TEST_CASE(
+    "sampler: a new thread's state still naming its creator, seen in a walk cut short, is not the creator") {
   // 3.8-3.11 give a thread state being set up its creator's ids until the new thread runs; a complete walk
   // sees the creator further down the list and leaves the placeholder out. A walk cut short right after the
   // placeholder cannot: it must not announce the creator a second time.
@@ -607,4 +613,77 @@ TEST_CASE("sampler: a new thread caught between writing its two ids is not its c
   }
   CHECK(starts[100] == 1);
   CHECK(starts[102] == 1);
+}
+
+TEST_CASE(
+    "sampler: after unseen hand-offs the waiters are asked; an idle thread only when the cond has room for "
+    "it") {
+  FakeTarget t;
+  t.tids = {100, 101, 102, 103};
+  t.set_threads({0, 1, 2, 3});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  tasks.state[101] = TaskState::kGilCond;
+  tasks.state[102] = TaskState::kGilCond;
+  tasks.state[103] = TaskState::kOtherSyscall;  // idle: in a read() of its own
+  t.gil(1, FakeTarget::tstate(0), 1, 2);
+  s.poll(1000);  // the first poll asks about everyone
+  CHECK(tasks.reads == 3);
+  // Two hand-offs went by unseen (the holder dropped and took the GIL back): either waiter may have left, so
+  // both are asked; the cond's count (2) is what they make up, so the idle thread is not.
+  t.gil(1, FakeTarget::tstate(0), 3, 2);
+  s.poll(2000);
+  CHECK(tasks.reads == 5);
+  // One more in the cond than the known waiters: the idle thread is asked, and waits.
+  tasks.state[103] = TaskState::kGilCond;
+  t.gil(1, FakeTarget::tstate(0), 3, 3);
+  s.poll(3000);
+  CHECK(tasks.reads == 6);
+  s.finish(4000);
+  bool idle_waited = false;
+  for (const auto& w : intervals<raw::Wait>(drain(q)))
+    idle_waited = idle_waited || (w.tid == 103 && w.start == 2500);
+  CHECK(idle_waited);
+}
+
+TEST_CASE("walker: an unchanged thread list is checked in one read; a changed one is walked node by node") {
+  FakeTarget t;
+  t.tids = {100, 101, 102, 103};
+  t.set_threads({0, 1, 2});
+  ThreadWalker w(t.interp.pid, t.layout, kInterp);
+  std::vector<ThreadRef> out(8);
+  auto tids = [&](size_t n) {
+    std::vector<int32_t> v;
+    for (size_t i = 0; i < n; ++i) v.push_back(out[i].tid);
+    return v;
+  };
+  size_t before = t.mem.reads();
+  bool complete = false;
+  REQUIRE(w.walk(t.mem, out, nullptr, &complete) == 3);
+  CHECK(complete);
+  CHECK(t.mem.reads() - before == 4);  // the head, then each node
+  before = t.mem.reads();
+  REQUIRE(w.walk(t.mem, out, nullptr, &complete) == 3);
+  CHECK(complete);
+  CHECK(t.mem.reads() - before == 1);
+  CHECK(tids(3) == std::vector<int32_t>{100, 101, 102});
+  // A new thread (newest first in the list): the check fails, the walk finds it.
+  t.set_threads({3, 0, 1, 2});
+  before = t.mem.reads();
+  REQUIRE(w.walk(t.mem, out, nullptr, &complete) == 4);
+  CHECK(t.mem.reads() - before == 1 + 5);
+  CHECK(tids(4) == std::vector<int32_t>{103, 100, 101, 102});
+  // A thread state reused in place by another thread: the links are the same, the one read gives the new TID.
+  t.tids[1] = 201;
+  t.set_threads({3, 0, 1, 2});
+  before = t.mem.reads();
+  REQUIRE(w.walk(t.mem, out, nullptr, &complete) == 4);
+  CHECK(t.mem.reads() - before == 1);
+  CHECK(tids(4) == std::vector<int32_t>{103, 100, 201, 102});
+  // A thread gone: walked again, without it.
+  t.set_threads({3, 1, 2});
+  REQUIRE(w.walk(t.mem, out, nullptr, &complete) == 3);
+  CHECK(complete);
+  CHECK(tids(3) == std::vector<int32_t>{103, 201, 102});
 }

@@ -27,6 +27,7 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 // The split tests poll every 2 ms and read the holder and the waiters at each poll.
 constexpr ThreadCountersOptions kEvery2ms{.change_read_gap_ns = 0, .in_role_gap_ns = 2 * kMs};
+constexpr ThreadCountersOptions kEvery4ms{.in_role_gap_ns = 4 * kMs};
 
 // Cumulative figures per slot that the test sets between polls.
 class ScriptedCounters final : public CounterSource {
@@ -180,7 +181,7 @@ TEST_CASE("counters: a waiter that spins gets its CPU; without a known rate the 
 TEST_CASE("counters: a long hold comes in 100 ms windows; a dropped-and-retaken GIL starts a new hold") {
   ScriptedCounters src;
   RecordQueue q(4096);
-  ThreadCounters tc(src, q, 0, 8);
+  ThreadCounters tc(src, q, 0, 8, kEvery4ms);  // a window ends at the first read past 100 ms
   tc.thread_added(0, 100, GilRole::kHolding, 0);
   for (int64_t t = 2; t <= 250; t += 2) {
     src.run(0, 2 * kMs);
@@ -211,7 +212,7 @@ TEST_CASE(
     "counters: perf counts follow the CPU, come with the next full read, scaled when the PMU was shared") {
   ScriptedCounters src;
   RecordQueue q(1024);
-  ThreadCounters tc(src, q, 0, 8);
+  ThreadCounters tc(src, q, 0, 8, kEvery4ms);
   PerfReading p;
   p.count = 2;
   src.slots[0].perf = p;
@@ -298,7 +299,7 @@ TEST_CASE(
   CHECK(v[1].run_delay_ns == 1'700'000);
 }
 
-TEST_CASE("counters: what is read when: changes at once, contenders every 4 ms, the rest every 100 ms") {
+TEST_CASE("counters: what is read when: changes at once, contenders every 16 ms, the rest every 100 ms") {
   ScriptedCounters src;
   RecordQueue q(1 << 14);
   ThreadCounters tc(src, q, 0, 8);
@@ -306,9 +307,9 @@ TEST_CASE("counters: what is read when: changes at once, contenders every 4 ms, 
   tc.thread_added(1, 101, GilRole::kReleased, 0);
   src.reads = 0;
   for (int64_t t = 1; t <= 1000; ++t) tc.after_poll(t * kMs / 10 * 10);  // a poll every ms for 1 s
-  // The holder about every 4 ms; the released thread about every 100 ms.
-  CHECK(src.reads >= 240);
-  CHECK(src.reads <= 270);
+  // The holder about every 16 ms (62), the released thread about every 100 ms (10).
+  CHECK(src.reads >= 66);
+  CHECK(src.reads <= 78);
   // A change is read at the end of the poll that saw it, unless the thread was read less than 1 ms before.
   src.reads_of.clear();
   tc.role_changed(1, GilRole::kWaiting, 1000 * kMs);
@@ -421,4 +422,34 @@ TEST_CASE("perf: the opener opens a group for a thread, publishes it, and skips 
   CHECK(slots.read(0, r));
   CHECK(opener.opened() == 1);
   opener.request_close(slots, 0, 1);
+}
+
+TEST_CASE(
+    "counters: a thread found during the recording is read when due; one that ends before is never read") {
+  ScriptedCounters src;
+  RecordQueue q(4096);
+  ThreadCounters tc(src, q, 0, 8);
+  tc.thread_added(0, 100, GilRole::kHolding, 0);  // at the first poll: read at once, the baseline
+  CHECK(src.reads_of[0] == 1);
+  tc.after_poll(1 * kMs);
+  // A thread-per-request server's thread: found, and gone again before any read was due.
+  tc.thread_added(1, 101, GilRole::kReleased, 2 * kMs);
+  CHECK(src.reads_of[1] == 0);
+  tc.after_poll(2 * kMs);
+  tc.thread_removed(1, 3 * kMs);
+  CHECK(src.reads_of[1] == 0);
+  // One that lives on: its first read (its first change, 1 ms on) is only its baseline...
+  tc.thread_added(2, 102, GilRole::kReleased, 4 * kMs);
+  src.run(2, 7 * kMs);  // what it did before that read is not known to lie in the recording
+  tc.role_changed(2, GilRole::kWaiting, 5 * kMs);
+  tc.after_poll(6 * kMs);
+  CHECK(src.reads_of[2] == 1);
+  // ...and what follows is measured as for any thread.
+  src.run(2, 3 * kMs);
+  tc.role_changed(2, GilRole::kHolding, 8 * kMs);
+  tc.after_poll(9 * kMs);
+  tc.thread_removed(2, 10 * kMs);
+  int64_t cpu_102 = 0;
+  for (const auto& s : samples(q)) cpu_102 += s.tid == 102 ? s.cpu_ns : 0;
+  CHECK(cpu_102 == 3 * kMs);
 }
