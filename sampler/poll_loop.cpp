@@ -102,7 +102,7 @@ int64_t PollLoop::next_step(int64_t now, Pacing& p) {
   }
   if ((handoff || now >= p.next_placement_check) && p.placement.due(now)) {
     for (size_t i = 0; i < targets_.size(); ++i) {
-      p.holder_cpus[i] = targets_[i].live ? targets_[i].sampler->holder_cpu() : -1;
+      p.holder_cpus[i] = targets_[i].live ? targets_[i].sampler->holder_cpu(now) : -1;
     }
     p.placement.update(std::span(p.holder_cpus).first(targets_.size()), now);
     counters_.placement_moves.store(p.placement.moves(), std::memory_order_relaxed);

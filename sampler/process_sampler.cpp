@@ -87,8 +87,10 @@ size_t ProcessSampler::thread_count() const {
   return active_.size();
 }
 
-int ProcessSampler::holder_cpu() {
-  return holder_ >= 0 && tracks_[holder_].active ? tasks_.cpu(static_cast<size_t>(holder_)) : -1;
+int ProcessSampler::holder_cpu(int64_t now) {
+  if (holder_ < 0 || !tracks_[holder_].active || now - tracks_[holder_].found_ns < kPlacementMinAgeNs)
+    return -1;
+  return tasks_.cpu(static_cast<size_t>(holder_));
 }
 
 int ProcessSampler::find_track(uint64_t tstate) const {
@@ -155,9 +157,9 @@ bool ProcessSampler::names_active_thread(const ThreadRef& ref) const {
   return false;
 }
 
-void ProcessSampler::rewalk(int64_t t_mid) {
+void ProcessSampler::rewalk(int64_t t_mid, bool changed) {
   bool complete = false;
-  const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete);
+  const size_t n = walker_.walk(reader_, walk_buffer_, &truncated_, &complete, changed);
   walk_incomplete_ = !complete && !truncated_;
   // Threads no longer in the list (or whose state was reused by another thread) end here. A walk cut short by
   // a thread exiting under us ends nobody: the next poll walks again.
@@ -194,6 +196,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       t.ref = walk_buffer_[j];
       t.identity = walker_.identity_value(t.ref);
       t.since_ns = t_mid;
+      t.found_ns = walked_ ? t_mid : INT64_MIN / 2;  // found at attach: running for who knows how long
       tasks_.thread_added(i, t.ref.tid);
       if (stacks_) stacks_->thread_added(i, t.ref.tstate, t.ref.pthread_id, t.ref.tid, t_mid);
       if (thread_counters_ != nullptr) thread_counters_->thread_added(i, t.ref.tid, t.role, t_mid);
@@ -206,6 +209,7 @@ void ProcessSampler::rewalk(int64_t t_mid) {
       break;
     }
   }
+  walked_ = true;
 }
 
 void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs,
@@ -332,7 +336,7 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   if (periodic) check_stopped(t_mid);
   if (periodic) gc_.prepare(reader_);  // 3.15+: until the GC's statistics are found
   if (dirty || periodic) {
-    rewalk(t_mid);
+    rewalk(t_mid, dirty);
     last_walk_ns_ = t_now;
     last = find_track(g.last_holder);  // slots may have changed
   }

@@ -103,8 +103,12 @@ class ProcessSampler {
   // What the last poll says about when the GIL's state may change next (for the adaptive schedule).
   const PollActivity& activity() const { return activity_; }
   size_t thread_count() const;
-  // The CPU the GIL's holder last ran on (a /proc read); -1 when nobody holds it or it is unknown.
-  int holder_cpu();
+  // The CPU the GIL's holder last ran on (a /proc read); -1 when nobody holds it, it is unknown, or the
+  // holder was found less than kPlacementMinAgeNs before `now`: a thread-per-request server's holders mostly
+  // end within a millisecond or two, before moving away from them could help, and reading their CPU costs an
+  // open of a /proc file that is often gone already.
+  int holder_cpu(int64_t now);
+  static constexpr int64_t kPlacementMinAgeNs = 20'000'000;
   bool truncated_threads() const { return truncated_; }
   // Why it ended (after the poll thread is done with it).
   TargetEnd end_cause() const { return end_cause_; }
@@ -129,10 +133,11 @@ class ProcessSampler {
     GilRole role = GilRole::kReleased;
     int64_t since_ns = 0;
     int64_t maybe_left_ns = -1;  // a waiter that may have taken and dropped the GIL unseen since then
+    int64_t found_ns = 0;        // when a walk first found it
   };
 
-  bool poll_once(int64_t t_now);  // poll() but for a target that exits under it
-  void rewalk(int64_t t_mid);
+  bool poll_once(int64_t t_now);                     // poll() but for a target that exits under it
+  void rewalk(int64_t t_mid, bool changed = false);  // changed: the list is known to differ from the last
   void check_stopped(int64_t t_mid);
   bool names_active_thread(const ThreadRef& ref) const;  // same tid or identity as a followed thread
   int find_track(uint64_t tstate) const;
@@ -165,6 +170,7 @@ class ProcessSampler {
   std::vector<uint8_t> gil_bytes_;
   bool truncated_ = false;
   bool walk_incomplete_ = false;
+  bool walked_ = false;  // the first walk is done: threads found from now on began during the recording
 
   PollActivity activity_;
   int64_t last_handoff_ns_ = 0;    // the last poll that saw the GIL change hands

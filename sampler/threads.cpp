@@ -43,12 +43,13 @@ uint64_t ThreadWalker::identity_value(const ThreadRef& t) const {
                                          : t.pthread_id;
 }
 
-size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete) {
+size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete,
+                          bool changed) {
   const auto& ts = layout_.tstate;
   if (truncated != nullptr) *truncated = false;
   if (complete != nullptr) *complete = false;
   ns_.allow_rescan();
-  size_t count = batch_walk(reader, out);
+  size_t count = changed ? SIZE_MAX : batch_walk(reader, out);
   const bool batched = count != SIZE_MAX;
   if (batched) {
     if (complete != nullptr) *complete = true;

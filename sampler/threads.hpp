@@ -35,8 +35,9 @@ class ThreadWalker {
   // if there were more). Never allocates. A thread state that cannot be read or whose `interp` does not point
   // back ends the walk early (the list changed under us: a thread exited while we followed it); then
   // `complete` is false and a missing thread says nothing about whether it still exists.
+  // `changed`: the caller knows the list changed (an unknown holder): the one-read check is skipped.
   size_t walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated = nullptr,
-              bool* complete = nullptr);
+              bool* complete = nullptr, bool changed = false);
 
   // A walk first checks the list it found last time in one read (the head, every node it had, and before 3.11
   // each thread's TID word): when every link still points where it did, that is the walk, one system call

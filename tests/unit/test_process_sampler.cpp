@@ -28,6 +28,11 @@ class ScriptedTasks final : public TaskStateSource {
   int reads = 0;
   void thread_added(size_t slot, int32_t tid) override { slots[slot] = tid; }
   void thread_removed(size_t slot) override { slots.erase(slot); }
+  int cpu_reads = 0;
+  int cpu(size_t) override {
+    ++cpu_reads;
+    return 1;
+  }
   TaskState read(size_t slot) override {
     ++reads;
     auto it = state.find(slots.at(slot));
@@ -686,4 +691,25 @@ TEST_CASE("walker: an unchanged thread list is checked in one read; a changed on
   REQUIRE(w.walk(t.mem, out, nullptr, &complete) == 3);
   CHECK(complete);
   CHECK(tids(3) == std::vector<int32_t>{103, 201, 102});
+}
+
+TEST_CASE("sampler: the holder's CPU is asked only of a thread that has been around for a while") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1'000'000);
+  CHECK(s.holder_cpu(1'000'000) == 1);  // found at attach: old enough
+  // A thread that began during the recording (a request's): not worth moving away from yet.
+  t.set_threads({1, 0});
+  t.gil(1, FakeTarget::tstate(1), 2, 0);
+  s.poll(2'000'000);
+  const int asked = tasks.cpu_reads;
+  CHECK(s.holder_cpu(2'000'000) == -1);
+  CHECK(s.holder_cpu(2'000'000 + ProcessSampler::kPlacementMinAgeNs - 1'000'000) == -1);
+  CHECK(tasks.cpu_reads == asked);  // not even read
+  CHECK(s.holder_cpu(2'000'000 + ProcessSampler::kPlacementMinAgeNs) == 1);
 }
