@@ -11,7 +11,8 @@
 namespace gilspy::cli {
 
 void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
-  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated")->type_name("PID[,PID...]");
+  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated")
+      ->type_name("PID[,PID...]");
   a.rate_option =
       cmd.add_option("-r,--rate", a.rate_hz,
                      "Poll at this fixed rate (polls per second). Without it gilspy polls adaptively: "
@@ -19,10 +20,12 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
                      "state is steady, within --cpu-budget. 1 to 1000000")
           ->check(number_between(1, 1e6))
           ->type_name("HZ");
-  cmd.add_option("--cpu-budget", a.cpu_budget_pct,
-                 "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps it busy (a "
-                 "server, threads releasing the GIL all the time) it polls less often around hand-offs instead. "
-                 "0: no limit")
+  cmd.add_option(
+         "--cpu-budget", a.cpu_budget_pct,
+         "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps it busy (a "
+         "server, threads releasing the GIL all the time) it polls less often around hand-offs instead, "
+         "down to one poll every 2 ms (below that 5 ms hand-offs are no longer timed to 1 pp, and gilspy "
+         "takes more than the budget). Stack reads have 1 % of their own. 0: no limit")
       ->default_val(4.0)
       ->check(number_between(0, 100))
       ->type_name("PERCENT");
@@ -44,34 +47,42 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
       ->default_val(10.0)
       ->check(positive_number())
       ->type_name("SECONDS");
-  cmd.add_flag("--strict-version", a.strict_version,
-               "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
+  cmd.add_flag(
+      "--strict-version", a.strict_version,
+      "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
   cmd.add_flag("--subprocesses", a.subprocesses,
-               "Also " + verb + " the Python processes the targets start, as they appear (multiprocessing and "
-               "DataLoader workers, subprocess)");
-  cmd.add_flag("--no-follow", a.no_follow,
-               "Without -p or a program: only the Python processes running at the start, not those that start "
-               "later");
-  cmd.add_flag("--accelerator", a.accelerator,
-               "Of the processes found (without -p, or --subprocesses): only those holding an accelerator device "
-               "open (/dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*)");
-  cmd.add_option("--stack-depth", a.stack_depth,
-                 "Python frames kept per stack sample, innermost first (default 64); a deeper stack is cut and "
-                 "marked truncated. 1 to 1024")
+               "Also " + verb +
+                   " the Python processes the targets start, as they appear (multiprocessing and "
+                   "DataLoader workers, subprocess)");
+  cmd.add_flag(
+      "--no-follow", a.no_follow,
+      "Without -p or a program: only the Python processes running at the start, not those that start "
+      "later");
+  cmd.add_flag(
+      "--accelerator", a.accelerator,
+      "Of the processes found (without -p, or --subprocesses): only those holding an accelerator device "
+      "open (/dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*)");
+  cmd.add_option(
+         "--stack-depth", a.stack_depth,
+         "Python frames kept per stack sample, innermost first (default 64); a deeper stack is cut and "
+         "marked truncated. 1 to 1024")
       ->check(number_between(1, 1024))
       ->type_name("N");
-  cmd.add_flag("--no-stacks", a.no_stacks,
-               "Do not read Python stacks or thread names (the holder's stack at each hold, each waiter's when it "
-               "starts waiting; threading.Thread.name)");
-  cmd.add_option("--counters", a.counters_text,
-                 "Also count these perf events on every thread, split by GIL role (comma-separated, perf's names: "
-                 "cycles, instructions, cache-misses, branch-misses, ...; 'all' for everything this machine has). "
-                 "The software events (task-clock, context-switches, cpu-migrations, page-faults) are always "
-                 "included; CPU time, run-queue delay and switches are recorded without this option too")
+  cmd.add_flag(
+      "--no-stacks", a.no_stacks,
+      "Do not read Python stacks or thread names (the holder's stack at each hold, each waiter's when it "
+      "starts waiting; threading.Thread.name)");
+  cmd.add_option(
+         "--counters", a.counters_text,
+         "Also count these perf events on every thread, split by GIL role (comma-separated, perf's names: "
+         "cycles, instructions, cache-misses, branch-misses, ...; 'all' for everything this machine has). "
+         "The software events (task-clock, context-switches, cpu-migrations, page-faults) are always "
+         "included; CPU time, run-queue delay and switches are recorded without this option too")
       ->type_name("LIST");
   cmd.add_option("command", a.command,
-                 "Program to launch and " + verb + " (after --). With neither this nor -p: every Python process "
-                 "this user may read");
+                 "Program to launch and " + verb +
+                     " (after --). With neither this nor -p: every Python process "
+                     "this user may read");
   cmd.positionals_at_end(true);
 }
 
@@ -91,14 +102,16 @@ Discover TargetArgs::discover() const {
     throw Error(ErrorKind::kUsage, "--no-follow is for recording every Python process (no -p, no program)");
   }
   if (!named && subprocesses) {
-    throw Error(ErrorKind::kUsage,
-                "--subprocesses follows the children of -p PID or of a launched program; without either, every "
-                "Python process is recorded already");
+    throw Error(
+        ErrorKind::kUsage,
+        "--subprocesses follows the children of -p PID or of a launched program; without either, every "
+        "Python process is recorded already");
   }
   if (named && accelerator && !subprocesses) {
-    throw Error(ErrorKind::kUsage,
-                "--accelerator chooses among the processes gilspy finds (no -p, or --subprocesses), not among "
-                "those named");
+    throw Error(
+        ErrorKind::kUsage,
+        "--accelerator chooses among the processes gilspy finds (no -p, or --subprocesses), not among "
+        "those named");
   }
   if (!named) return Discover::kAllPython;
   return subprocesses ? Discover::kDescendants : Discover::kNone;

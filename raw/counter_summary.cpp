@@ -86,11 +86,15 @@ void CounterSummary::add(const ThreadSwitches& r) {
     t.sum.tid = r.tid;
     order_.push_back(r.tid);
   }
-  if (!t.sum.has_switches) {
-    t.sum.has_switches = true;
+  if (!t.has_first_switches) {
+    // One reading says nothing about the recording (a thread that ended before a second one had none):
+    // switches are shown from the second reading on, never as a made-up 0.
+    t.has_first_switches = true;
     t.first_voluntary = r.voluntary;
     t.first_involuntary = r.involuntary;
+    return;
   }
+  t.sum.has_switches = true;
   // The kernel's counts only grow; a smaller one (a file edited by hand) is clamped rather than wrapped.
   t.sum.voluntary = r.voluntary >= t.first_voluntary ? r.voluntary - t.first_voluntary : 0;
   t.sum.involuntary = r.involuntary >= t.first_involuntary ? r.involuntary - t.first_involuntary : 0;

@@ -28,8 +28,8 @@ struct RoleCounters {
 
 struct ThreadCounterSummary {
   int64_t tid = 0;
-  std::array<RoleCounters, 3> roles{};      // indexed by GilRole (released, waiting, holding)
-  bool has_switches = false;                // at least one CS record
+  std::array<RoleCounters, 3> roles{};  // indexed by GilRole (released, waiting, holding)
+  bool has_switches = false;            // two CS records at least: the switches between the first and last
   uint64_t voluntary = 0, involuntary = 0;  // over the recording: last CS minus the first
   uint64_t holds = 0;                       // holds whose start the counters saw
   uint64_t preempted_holds = 0;   // of them, those whose holder waited >= kPreemptedHoldMinNs for a CPU
@@ -57,6 +57,7 @@ class CounterSummary {
   struct Open {
     ThreadCounterSummary sum;
     uint64_t first_voluntary = 0, first_involuntary = 0;
+    bool has_first_switches = false;
   };
   std::optional<CounterSetup> setup_;
   std::map<int64_t, Open> threads_;

@@ -81,8 +81,10 @@ TEST_CASE("counter summary: sums per role, preempted holds, switches over the re
   c.add(piece(7, 100 * kMs, 100 * kMs, GilRole::kHolding, 10 * kMs, 6 * kMs, 4 * kMs, 0, 1, 4 * kMs,
               4'000'000, 8'000'000));
   c.add(raw::ThreadSwitches{.tid = 7, .ts = 0, .voluntary = 100, .involuntary = 10});
+  CHECK_FALSE(c.thread(7)->has_switches);  // one reading: nothing over the recording yet (not "0 switches")
   c.add(raw::ThreadSwitches{.tid = 7, .ts = 25 * kMs, .voluntary = 130, .involuntary = 12});
   const auto t = c.thread(7);
+  CHECK(t->has_switches);
   REQUIRE(t.has_value());
   CHECK(t->role(GilRole::kHolding).time_ns == 70 * kMs);
   CHECK(t->role(GilRole::kHolding).cpu_ns == 46 * kMs);
@@ -103,6 +105,7 @@ TEST_CASE("counter summary: sums per role, preempted holds, switches over the re
   CHECK(j["unavailable"]["ref-cycles"] == "does not fit in one group");
   CHECK(j["threads"][0]["roles"]["holding"]["counters"]["instructions"] == 24'000'000);
   CHECK(j["threads"][0]["preempted_holds"] == 1);
+  CHECK(j["threads"][0]["voluntary_switches"] == 30);
   CHECK(j["preempted_hold_min_ns"] == raw::kPreemptedHoldMinNs);
 }
 
