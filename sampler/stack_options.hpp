@@ -10,8 +10,7 @@ struct StackOptions {
   int64_t hold_resample_ns = 10'000'000;  // a hold that lasts is sampled again this often
   // The poll thread's time for stacks and names, as a share of one core (a token bucket refilled at this
   // rate, up to kStackBurstNs): a workload with thousands of hand-offs a second does not get a stack at each.
-  // 1 %: with the sampler's own budget (4 %) gilspy stays within 5 % of a core on any target.
-  double cpu_share = 0.01;
+  double cpu_share = 0.02;
   int64_t max_per_tick_ns = 2'000'000;  // at most this between two polls, however much the bucket holds
 };
 

@@ -4,7 +4,7 @@
 // GIL role. The sampler tells it when a thread's role changes; after each poll it reads
 //  - every thread whose role changed in that poll (the hand-offs the sampler sees; at most once a
 //    millisecond per thread, a thread that flips at every poll adds segments to one stretch instead),
-//  - the holder and the waiters every 16 ms at most, scheduler figures only (so that the rate each role runs
+//  - the holder and the waiters every 4 ms at most, scheduler figures only (so that the rate each role runs
 //    at is measured; their perf counts come with the next full read, shared out with the CPU time),
 //  - every other thread at a steady low rate (one read per 0.5 ms for the whole target, each thread about
 //    every 100 ms), and voluntary / involuntary switches (/proc status) at a lower rate still,
@@ -58,8 +58,8 @@ class CounterSource {
 
 struct ThreadCountersOptions {
   int64_t change_read_gap_ns = 1'000'000;      // a thread whose role changed is read at most this often
-  int64_t in_role_gap_ns = 16'000'000;         // the holder and the waiters are read at most this often
-  size_t in_role_reads_per_poll = 1;           // ...and at most this many of them per poll
+  int64_t in_role_gap_ns = 4'000'000;          // the holder and the waiters are read at most this often
+  size_t in_role_reads_per_poll = 2;           // ...and at most this many of them per poll
   int64_t steady_period_ns = 100'000'000;      // every other thread is read about this often
   int64_t sweep_gap_ns = 500'000;              // at most one steady read per this long
   int64_t switches_period_ns = 1'000'000'000;  // a thread's /proc status read about this often
