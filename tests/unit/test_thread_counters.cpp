@@ -27,7 +27,6 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 // The split tests poll every 2 ms and read the holder and the waiters at each poll.
 constexpr ThreadCountersOptions kEvery2ms{.change_read_gap_ns = 0, .in_role_gap_ns = 2 * kMs};
-constexpr ThreadCountersOptions kEvery4ms{.in_role_gap_ns = 4 * kMs};
 
 // Cumulative figures per slot that the test sets between polls.
 class ScriptedCounters final : public CounterSource {
@@ -181,7 +180,7 @@ TEST_CASE("counters: a waiter that spins gets its CPU; without a known rate the 
 TEST_CASE("counters: a long hold comes in 100 ms windows; a dropped-and-retaken GIL starts a new hold") {
   ScriptedCounters src;
   RecordQueue q(4096);
-  ThreadCounters tc(src, q, 0, 8, kEvery4ms);  // a window ends at the first read past 100 ms
+  ThreadCounters tc(src, q, 0, 8);  // the holder read every 4 ms: a window ends at the first read past 100 ms
   tc.thread_added(0, 100, GilRole::kHolding, 0);
   for (int64_t t = 2; t <= 250; t += 2) {
     src.run(0, 2 * kMs);
@@ -212,7 +211,7 @@ TEST_CASE(
     "counters: perf counts follow the CPU, come with the next full read, scaled when the PMU was shared") {
   ScriptedCounters src;
   RecordQueue q(1024);
-  ThreadCounters tc(src, q, 0, 8, kEvery4ms);
+  ThreadCounters tc(src, q, 0, 8);
   PerfReading p;
   p.count = 2;
   src.slots[0].perf = p;
