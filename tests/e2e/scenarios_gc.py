@@ -37,7 +37,9 @@ def gc_events(raw):
     mono = raw.to_monotonic
     timed = [dict(tid=e[1], start=mono(e[2]), end=mono(e[2] + e[3]), gen=e[4], collected=e[5], waiters=e[7],
                   wait_ns=e[8], hold_lead=e[9], held_dur=e[10], held_from=e[11]) for e in raw.events if e[0] == "G"]
-    untimed = [dict(at=mono(e[1] + e[2] // 2), gen=e[3], n=e[4]) for e in raw.events if e[0] == "GI"]
+    # "from" and "to": the two polls around the window it ran in (none read it running).
+    untimed = [{"at": mono(e[1] + e[2] // 2), "from": mono(e[1]), "to": mono(e[1] + e[2]), "gen": e[3], "n": e[4]}
+               for e in raw.events if e[0] == "GI"]
     counts = [(mono(e[1]), e[2:5]) for e in raw.events if e[0] == "GC"]
     settings = [(mono(e[1]), e[2]) for e in raw.events if e[0] == "GS"]
     return timed, untimed, counts, settings
@@ -78,10 +80,21 @@ def check_main(raw, rep, tol):
     check(len(long_ones) >= 2, f"only {len(long_ones)} collections longer than 1 ms")
     worst = [0, 0]
     brackets = []
+    in_gaps = []
     for s, e, g in long_ones:
-        cands = [c for c in in_window if c["gen"] == g]
+        cands = [c for c in in_window if c["gen"] == g and min(c["end"], e) - max(c["start"], s) > 0]
         best = max(cands, key=lambda c: min(c["end"], e) - max(c["start"], s), default=None)
-        check(best is not None, f"the gen {g} collection at {s} ({(e - s) / 1e6:.1f} ms) was not timed")
+        if best is None:
+            # No poll read it running: on a loaded machine gilspy itself can be off a CPU for longer than a
+            # short collection (seen: a 4 ms gap over a 1.9 ms gen 0 one, Debian 3.14 in CI). Then the only
+            # honest record is an untimed one whose window (the two polls around the gap) holds it whole;
+            # the callbacks run while `collecting` is 1, so the real collection holds [s, e].
+            gaps = [u for u in untimed if u["gen"] == g and u["from"] <= s and e <= u["to"]]
+            check(gaps, f"the gen {g} collection at {s} ({(e - s) / 1e6:.1f} ms) was neither timed nor in a poll "
+                        f"gap: timed near it {[c for c in in_window if abs(c['start'] - s) < 10e6]}, untimed "
+                        f"{[u for u in untimed if abs(u['at'] - s) < 10e6]}")
+            in_gaps.append((s, e, g))
+            continue
         # An edge lies between two polls, the estimate at their midpoint: the poll after it (where gilspy writes
         # the counts, at every start and end) says how wide that bracket was. A poll that came late (a loaded
         # machine) widens it: the bound is 2 poll periods, or the bracket where it was wider.
@@ -101,8 +114,13 @@ def check_main(raw, rep, tol):
               f"gen {g} collection of {(e - s) / 1e6:.2f} ms: gilspy starts {(best['start'] - s) / 1e3:+.0f} us off and "
               f"lasts {(best['end'] - best['start'] - (e - s)) / 1e3:+.0f} us off (bounds {t0 / 1e3:.0f} and "
               f"{(t0 + t1) / 1e3:.0f} us; poll brackets {2 * b0 / 1e3:.0f} and {2 * b1 / 1e3:.0f} us)")
+    # Most are timed, or the test would time nothing: at most one in a gap, and two timed at least.
+    check(len(in_gaps) <= 1 and len(brackets) >= 2,
+          f"{len(brackets)} long collections timed, {len(in_gaps)} in poll gaps: {in_gaps}")
+    # The rate asked for is the one used around collection starts: the lower median of the brackets (with two
+    # timed, the narrower; one poll that came late, beyond the p99, widens one bracket, seen: 464 us).
     brackets.sort()
-    check(brackets[len(brackets) // 2] <= 2 * PERIOD_NS, f"polls around collection starts were {brackets} ns apart")
+    check(brackets[(len(brackets) - 1) // 2] <= 2 * PERIOD_NS, f"polls around collection starts were {brackets} ns apart")
 
     # The contended full collection: the spinner waited through it, on the timeline too.
     full = max((c for c in in_window if c["gen"] == 2), key=lambda c: min(c["end"], c1) - max(c["start"], c0))
