@@ -33,7 +33,17 @@ StackSampler::StackSampler(const Interpreter& interp, MemoryReader& reader, Reco
       waiters_(max_threads),
       frame_ids_(static_cast<size_t>(std::max(1, options.max_depth))),
       idents_(max_threads * 2),
-      thread_objs_(max_threads * 2) {}
+      thread_objs_(max_threads * 2),
+      // Seeded per target and per run; any value but 0 will do, the draws need no quality beyond spread.
+      jitter_state_((static_cast<uint64_t>(interp.pid) << 32 ^ static_cast<uint64_t>(monotonic_ns())) | 1) {}
+
+int64_t StackSampler::next_resample_gap() {
+  jitter_state_ ^= jitter_state_ << 13;
+  jitter_state_ ^= jitter_state_ >> 7;
+  jitter_state_ ^= jitter_state_ << 17;
+  const auto base = static_cast<uint64_t>(std::max<int64_t>(2, options_.hold_resample_ns));
+  return static_cast<int64_t>(base / 2 + jitter_state_ % base);
+}
 
 void StackSampler::thread_added(size_t slot, uint64_t tstate, uint64_t pthread_id, int64_t tid,
                                 int64_t t_now) {
@@ -72,10 +82,10 @@ void StackSampler::after_poll(int64_t t_now, int holder_slot) {
   if (holder_slot < 0 || holder_request_ >= 0) return;
   const Slot& s = slots_[static_cast<size_t>(holder_slot)];
   if (s.role != raw::GilRole::kHolding) return;
-  // Again every hold_resample_ns of a hold; a hold whose first read failed (torn, out of time) is read again
-  // soon, so that a hold the sampler sees has a stack.
+  // Again every hold_resample_ns of a hold (jittered, see the header); a hold whose first read failed (torn,
+  // out of time) is read again soon, so that a hold the sampler sees has a stack.
   const bool due = s.last_sample_ns >= 0
-                       ? t_now - s.last_sample_ns >= options_.hold_resample_ns
+                       ? t_now - s.last_sample_ns >= s.resample_gap_ns
                        : s.last_attempt_ns >= 0 && t_now - s.last_attempt_ns >= kFailedRetryNs;
   if (due) {
     holder_request_ = holder_slot;
@@ -222,6 +232,7 @@ void StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const Wa
   ++counters_.samples;
   if (w.truncated) ++counters_.truncated;
   s.last_sample_ns = now;
+  s.resample_gap_ns = next_resample_gap();
   s.retries = 0;
 }
 

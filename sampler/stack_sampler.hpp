@@ -3,7 +3,9 @@
 // where they matter and never at every poll. The process sampler tells it when a thread starts holding or
 // waiting (set_role) and who holds after each poll; between polls, within the time the poll loop gives it,
 // it reads:
-// - the holder's stack at the start of each hold it is told of, and again every hold_resample_ns of a hold;
+// - the holder's stack at the start of each hold it is told of, and again every hold_resample_ns of a hold
+//   (on average: each gap is drawn from [1/2, 3/2) of it, so that a loop whose period is a multiple of the
+//   gap is not sampled at the same few points of its cycle, never showing the rest);
 // - each waiter's stack when it starts waiting (the call that gave up or asked for the GIL);
 // - the threads' names (threading._active[ident]._name): soon after a thread appears, then every few
 //   seconds for renames.
@@ -56,6 +58,7 @@ class StackSampler {
     raw::GilRole role = raw::GilRole::kReleased;
     int64_t since = 0;
     int64_t last_sample_ns = -1;   // of the current hold or wait
+    int64_t resample_gap_ns = 0;   // when a hold is read again after that (hold_resample_ns, jittered)
     int64_t last_attempt_ns = -1;  // ...and when its last read began
     uint8_t retries = 0;           // torn reads of it read again
     bool waiter_queued = false;
@@ -73,6 +76,8 @@ class StackSampler {
   void emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
   // Thread names: one step of a refresh (find threading._active, read it, then a few threads' names).
   void names_step(int64_t deadline);
+  // The next gap between two reads of one hold: uniform in [1/2, 3/2) of hold_resample_ns.
+  int64_t next_resample_gap();
   bool find_active_dict();
   template <class Kind>
   void emit(Kind&& record) {
@@ -103,6 +108,7 @@ class StackSampler {
   size_t name_cursor_ = 0;
   int64_t names_due_ns_ = 0;
   bool names_unavailable_ = false;  // threading is not imported (or not readable): asked again rarely
+  uint64_t jitter_state_;           // xorshift64 state for next_resample_gap (never 0)
 };
 
 }  // namespace gilspy::sampler

@@ -135,7 +135,10 @@ def scenario_stacks(gilspy, python):
         want = (["Shapes.method", "outer.<locals>.nested", "<lambda>", "gen_work", "coro_work", "deep"] if qualified
                 else ["method", "nested", "<lambda>", "gen_work", "coro_work", "deep"])
         missing = [q for q in want if q not in c_names]
-        check(len(missing) <= 1, f"C's samples lack {missing} (saw {sorted(c_names)})")
+        # Each shape runs about as long as the others (3 ms turns, ~20 samples each in the phase), so none may
+        # go unseen, but the recursive lambda: its innermost frame changes every few hundred ns, so its reads are
+        # often torn and dropped (seen: 1-16 samples of it in ~140, each other shape 11 or more).
+        check(not [q for q in missing if q != "<lambda>"], f"C's samples lack {missing} (saw {sorted(c_names)})")
         cut = [s for s in st.stacks.values() if s["truncated"]]
         check(cut, "no stack was marked truncated (the recursion is 200 deep, the limit 64)")
         for s in cut:

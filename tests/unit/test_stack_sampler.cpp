@@ -4,6 +4,8 @@
 // cut and marked, threading._active's names, and the records the stack sampler emits.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <numeric>
 #include <string>
 #include <variant>
 #include <vector>
@@ -299,6 +301,49 @@ TEST_CASE("stack sampler: the holder's stack as interned records; a torn read dr
   REQUIRE(costs.size() == 1);
   CHECK(costs[0].samples == 2);
   CHECK(costs[0].bytes > 0);
+}
+
+TEST_CASE("stack sampler: a long hold is read again at gaps spread over [1/2, 3/2) of hold_resample_ns") {
+  // Evenly spaced reads would see a loop whose period is a multiple of the gap at the same few points of its
+  // cycle, for ever (seen: a 1.5 s phase of six shapes in turn showed four of them).
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t code = py.code("hog", "/w.py", 3, location_table(3, {4}), 1);
+  const uint64_t ts = py.tstate(py.frame(code, py.instr(code, 0), 0));
+  sampler::RecordQueue q(1 << 14);
+  sampler::StackOptions o;
+  o.hold_resample_ns = 10'000'000;
+  sampler::StackSampler sampler(s.interp, py.mem, q, 0, o, 4);
+  s.hold(ts, 1);
+  sampler.thread_added(0, ts, 1, 10, 0);
+  sampler.role_changed(0, raw::GilRole::kHolding, 100);
+  constexpr int64_t kBig = 1'000'000'000;
+  sampler.work(sampler::monotonic_ns() + kBig);
+  REQUIRE(sampler.counters().samples == 1);
+  // has_work(far past): true only for a read asked for, not for the names' schedule.
+  constexpr int64_t kPast = INT64_MIN / 2;
+  std::vector<int64_t> gaps;
+  for (int k = 0; k < 300; ++k) {
+    drain(q);
+    const int64_t after = sampler::monotonic_ns();  // just after the read: its time, to within the slop
+    int64_t x = 0;
+    while (!sampler.has_work(kPast) && x < 30'000'000) {
+      x += 50'000;
+      sampler.after_poll(after + x, 0);
+    }
+    gaps.push_back(x);
+    sampler.work(sampler::monotonic_ns() + kBig);
+  }
+  CHECK(sampler.counters().samples == 301);
+  const auto [lo, hi] = std::minmax_element(gaps.begin(), gaps.end());
+  CHECK(*lo >= 5'000'000 - 100'000);
+  CHECK(*hi <= 15'000'000 + 100'000);
+  const double mean =
+      static_cast<double>(std::accumulate(gaps.begin(), gaps.end(), int64_t{0})) / gaps.size();
+  CHECK(mean == doctest::Approx(10e6).epsilon(0.08));  // 300 draws: the mean's sd is 0.17 ms
+  // Spread: each third of the range is drawn (each has probability 1/3 a draw: none in 300 is impossible).
+  CHECK(std::count_if(gaps.begin(), gaps.end(), [](int64_t g) { return g < 8'300'000; }) > 50);
+  CHECK(std::count_if(gaps.begin(), gaps.end(), [](int64_t g) { return g > 11'700'000; }) > 50);
 }
 
 TEST_CASE("stack sampler: a waiter's stack; the GIL changing hands under a holder's read drops it") {

@@ -6,7 +6,8 @@ to attach):
    sleeps a little, ends).
 2. PHASE2 s: A, B and the churn have stopped; thread "C-shapes" (renamed "C-renamed" when phase 1 began)
    runs, in turn, a class method, a nested function, a recursive lambda, a generator, an asyncio coroutine,
-   and a recursion 200 deep that spins at the bottom and unwinds at once, again and again.
+   and a recursion 200 deep that spins at the bottom and unwinds at once, again and again: each for SHAPE_S
+   (the last one spins that long).
 
 The readiness line names the threads and where hog's lines are, so the test can check what gilspy saw.
 
@@ -24,6 +25,7 @@ PHASE1 = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
 PHASE2 = float(sys.argv[2]) if len(sys.argv) > 2 else 1.5
 PAUSE = 0.6  # between the readiness line and phase 1: the recorder attaches meanwhile
 DEPTH = 200
+SHAPE_S = 0.003  # phase 2: how long each shape runs in turn (deep() spins this long at the bottom)
 
 phase1_begun = threading.Event()
 phase1_over = threading.Event()
@@ -139,12 +141,28 @@ async def coro_work(n):
 
 def deep(n):
     if n == 0:
-        end = time.monotonic() + 0.003
+        end = time.monotonic() + SHAPE_S
         v = 0
         while time.monotonic() < end:
             v += 1
         return v
     return deep(n - 1) + 1
+
+
+def for_a_while(f, *args):
+    end = time.monotonic() + SHAPE_S
+    while time.monotonic() < end:
+        f(*args)
+
+
+def gen_shape():
+    return sum(gen_work(50))
+
+
+async def coro_shape():  # one event loop for the whole turn: its set-up is not what gets sampled
+    end = time.monotonic() + SHAPE_S
+    while time.monotonic() < end:
+        await coro_work(4000)
 
 
 def shapes():
@@ -154,13 +172,14 @@ def shapes():
     phase1_over.wait()
     box = Shapes()
     while not phase2_over.is_set():
-        box.method(20000)
-        outer(20000)
-        fib(18)
-        sum(gen_work(500))
-        asyncio.run(coro_work(30000))
-        for _ in range(3):
-            deep(DEPTH)
+        # Each shape for about as long as the others (their calls take 0.3-3 ms, and differ 2x between
+        # versions): a shape with a small share of the cycle can go unsampled in a 1.5 s phase.
+        for_a_while(box.method, 2000)
+        for_a_while(outer, 2000)
+        for_a_while(fib, 12)
+        for_a_while(gen_shape)
+        asyncio.run(coro_shape())
+        deep(DEPTH)
 
 
 def hog_lines():
