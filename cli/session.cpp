@@ -7,14 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <atomic>
 #include <boost/asio.hpp>
-#include <fmt/format.h>
 #include <exception>
 #include <functional>
 #include <map>
 #include <set>
-#include <sys/stat.h>
 #include <thread>
 #include <unordered_map>
 #include <utility>  // boost 1.74 asio uses std::exchange without including it
@@ -78,7 +78,8 @@ std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
 // Found processes are looked for every 10 drains (0.5 s): a /proc scan reads a few small files per process.
 constexpr int kDiscoverEveryDrains = 10;
-// A found process whose interpreter is not ready yet (just started) is tried again at each scan for this long.
+// A found process whose interpreter is not ready yet (just started) is tried again at each scan for this
+// long.
 constexpr int64_t kNotReadyPatienceNs = 10'000'000'000;
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
@@ -105,6 +106,9 @@ struct Session::Impl {
   raw::TargetId next_id = 0;
   std::vector<Sink*> sinks;
   sampler::RecordQueue queue{1 << 18};
+  // drain()'s chunk and the index of each thread's last end in it (kept: their capacity is reused).
+  std::vector<raw::TargetRecord> drain_batch;
+  std::unordered_map<uint64_t, size_t> drain_last_end;
   std::atomic<bool> stop{false};  // read by the poll loop at every tick
 
   // The session's clock anchors and host, shared by every target, also those found later.
@@ -128,7 +132,8 @@ struct Session::Impl {
     }
   }
   bool discovering() const {
-    return options.discover == Discover::kDescendants || (options.discover == Discover::kAllPython && options.follow);
+    return options.discover == Discover::kDescendants ||
+           (options.discover == Discover::kAllPython && options.follow);
   }
   Target& add_target(pid_t pid) {
     auto t = std::make_unique<Target>();
@@ -258,9 +263,10 @@ std::vector<Target*> Session::Impl::discover(bool first_scan) {
     if (options.accelerator_only && !holds_accelerator(pid)) continue;  // it may open one later
     if (targets.size() >= options.loop.max_targets) {
       discovery_full = true;
-      note(fmt::format("{} processes are recorded, the most one session takes; pid {} and any found later are "
-                       "not recorded",
-                       targets.size(), pid));
+      note(
+          fmt::format("{} processes are recorded, the most one session takes; pid {} and any found later are "
+                      "not recorded",
+                      targets.size(), pid));
       break;
     }
     if (Target* t = try_found(pid, *key, first_scan)) {
@@ -300,30 +306,57 @@ void Session::Impl::prepare_target(Target& t) {
     note(fmt::format("pid {}: Python stacks and thread names are not read: {}", i.pid,
                      escape_for_terminal(t.interp.stack_problem)));
   }
-  t.sampler = std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id, sampler_options);
+  t.sampler =
+      std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id, sampler_options);
   i.sampler = t.sampler.get();
   counters.attach(t.counters, *t.sampler, i.pid, queue, i.id);
 }
 
 // Records from the poll thread to every sink, on the session's timeline, threads named.
 void Session::Impl::drain() {
-  raw::TargetRecord tr;
-  while (queue.pop(&tr)) {
-    Target& t = *by_id.at(tr.target);
-    shift_time(tr.record, -t.info.monotonic_ns);
-    // The stack records' text (names, frames) is in the sampler's tables, published with the record.
-    if (const auto* tables = t.sampler->stack_tables()) tables->fill(tr.record);
-    if (auto* named = std::get_if<raw::ThreadName>(&tr.record)) {
-      // A name the thread gave itself with prctl, which its Python name does not already say, is kept beside
-      // it (3.14+ sets the OS name from the Python one, cut to 15 bytes: nothing new then).
-      const std::string comm = thread_comm(t.info.pid, named->tid);
-      if (!comm.empty() && comm != t.info.process_comm && named->name.rfind(comm, 0) != 0) named->os_name = comm;
+  // Taken in chunks, so that a thread whose end comes later in the same chunk is known to be gone: its
+  // /proc comm is not there to read (a thread-per-request server's threads live a few ms, a drain comes every
+  // 50 ms: 99 % of those opens failed), or it names a later thread that reuses the TID.
+  constexpr size_t kChunk = 4096;
+  auto key = [](raw::TargetId target, int64_t tid) {
+    return static_cast<uint64_t>(target) << 32 ^ static_cast<uint32_t>(tid);
+  };
+  while (true) {
+    drain_batch.clear();
+    raw::TargetRecord tr;
+    while (drain_batch.size() < kChunk && queue.pop(&tr)) drain_batch.push_back(std::move(tr));
+    drain_last_end.clear();
+    for (size_t i = 0; i < drain_batch.size(); ++i) {
+      if (const auto* end = std::get_if<raw::ThreadEnd>(&drain_batch[i].record)) {
+        drain_last_end[key(drain_batch[i].target, end->tid)] = i;
+      }
     }
-    if (auto* start = std::get_if<raw::ThreadStart>(&tr.record)) {
-      start->name = thread_display_name(t.info.pid, start->tid, thread_comm(t.info.pid, start->tid),
-                                        t.info.process_comm);
+    auto ends_later = [&](size_t i, int64_t tid) {
+      const auto it = drain_last_end.find(key(drain_batch[i].target, tid));
+      return it != drain_last_end.end() && it->second > i;
+    };
+    for (size_t i = 0; i < drain_batch.size(); ++i) {
+      raw::TargetRecord& r = drain_batch[i];
+      Target& t = *by_id.at(r.target);
+      shift_time(r.record, -t.info.monotonic_ns);
+      // The stack records' text (names, frames) is in the sampler's tables, published with the record.
+      if (const auto* tables = t.sampler->stack_tables()) tables->fill(r.record);
+      if (auto* named = std::get_if<raw::ThreadName>(&r.record);
+          named != nullptr && !ends_later(i, named->tid)) {
+        // A name the thread gave itself with prctl, which its Python name does not already say, is kept
+        // beside it (3.14+ sets the OS name from the Python one, cut to 15 bytes: nothing new then).
+        const std::string comm = thread_comm(t.info.pid, named->tid);
+        if (!comm.empty() && comm != t.info.process_comm && named->name.rfind(comm, 0) != 0)
+          named->os_name = comm;
+      }
+      if (auto* start = std::get_if<raw::ThreadStart>(&r.record)) {
+        const std::string comm =
+            ends_later(i, start->tid) ? std::string() : thread_comm(t.info.pid, start->tid);
+        start->name = thread_display_name(t.info.pid, start->tid, comm, t.info.process_comm);
+      }
+      for (Sink* s : sinks) s->record(t.info, r.record);
     }
-    for (Sink* s : sinks) s->record(t.info, tr.record);
+    if (drain_batch.size() < kChunk) return;
   }
 }
 
@@ -403,7 +436,8 @@ SessionOutcome Session::run() {
   // The poll loop on its own thread; everything else on this one. Looking for every Python process, it keeps
   // going when none is left: another may start.
   sampler::PollLoopOptions loop_options = m.options.loop;
-  if (m.options.discover == Discover::kAllPython && m.options.follow) loop_options.stop_when_targets_gone = false;
+  if (m.options.discover == Discover::kAllPython && m.options.follow)
+    loop_options.stop_when_targets_gone = false;
   sampler::PollLoop loop(loop_options, m.queue);
   for (const auto& t : m.targets) loop.add(*t->sampler);
   std::atomic<bool>& stop = m.stop;
@@ -428,8 +462,7 @@ SessionOutcome Session::run() {
         // A terminal's Ctrl+C or Ctrl+\ already reached the launched program (same process group); pass on
         // the rest.
         const bool from_terminal = (sig == SIGINT || sig == SIGQUIT) && ::isatty(STDIN_FILENO);
-        if (m.launch_mode() && !m.child_status && !from_terminal)
-          ::kill(m.child, sig);
+        if (m.launch_mode() && !m.child_status && !from_terminal) ::kill(m.child, sig);
         m.signals.async_wait(on_signal);  // a second Ctrl+C must not kill us half-way through writing
       };
   m.signals.async_wait(on_signal);
@@ -473,8 +506,8 @@ SessionOutcome Session::run() {
 
   const auto& lc = loop.counters();
   SessionEnd end;
-  end.stop_reason = main_error    ? "error"
-                    : stop_signal ? signal_name(stop_signal)
+  end.stop_reason = main_error                                    ? "error"
+                    : stop_signal                                 ? signal_name(stop_signal)
                     : reason == sampler::StopReason::kDuration    ? "duration"
                     : reason == sampler::StopReason::kTargetsGone ? "target exited"
                                                                   : "stopped";
@@ -524,11 +557,11 @@ SessionOutcome Session::run() {
   for (const auto& t : m.targets) {
     const sampler::TargetEnd cause = t->sampler->end_cause();
     if (cause == sampler::TargetEnd::kRunning || cause == sampler::TargetEnd::kExited) continue;
-    out.early_ends.push_back(fmt::format("pid {} {}", t->info.pid,
-                                         cause == sampler::TargetEnd::kExeced
-                                             ? "exec'd another program (" +
-                                                   escape_for_terminal(process_executable(t->info.pid)) + ")"
-                                             : "lives on, but its interpreter is gone (finalized)"));
+    out.early_ends.push_back(fmt::format(
+        "pid {} {}", t->info.pid,
+        cause == sampler::TargetEnd::kExeced
+            ? "exec'd another program (" + escape_for_terminal(process_executable(t->info.pid)) + ")"
+            : "lives on, but its interpreter is gone (finalized)"));
   }
   if (m.launch_mode()) {
     int status = 0;
