@@ -49,10 +49,17 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
         "of them{}; poll thread {}\n",
         polls, seconds, mean_rate, o.rate_asked,
         pct(static_cast<double>(loop.dense_polls), static_cast<double>(std::max<uint64_t>(1, polls))),
-        loop.budget_limited > 0 ? fmt::format(" (the CPU budget slowed {:.0f} %)",
-                                              pct(static_cast<double>(loop.budget_limited),
-                                                  static_cast<double>(std::max<uint64_t>(1, polls))))
-                                : "",
+        loop.budget_limited > 0
+            ? fmt::format(
+                  " (the CPU budget slowed {:.0f} %{})",
+                  pct(static_cast<double>(loop.budget_limited),
+                      static_cast<double>(std::max<uint64_t>(1, polls))),
+                  loop.low_coverage > 0
+                      ? fmt::format(", {:.0f} % up to 4 ms apart: most hand-offs were too short to see",
+                                    pct(static_cast<double>(loop.low_coverage),
+                                        static_cast<double>(std::max<uint64_t>(1, polls))))
+                      : "")
+            : "",
         loop.poller_scheduling);
   } else {
     fmt::format_to(std::back_inserter(out),
@@ -158,23 +165,25 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
       "not counted, not seen\n",
       summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
   if (summary.stops() > 0) {
-    fmt::format_to(std::back_inserter(out),
-                   "  the process was stopped (SIGSTOP, a debugger) {} time{} for {:.2f} s in all: no thread ran "
-                   "then (marked process_stopped in the trace)\n",
-                   summary.stops(), summary.stops() == 1 ? "" : "s",
-                   static_cast<double>(summary.stopped_ns()) / 1e9);
+    fmt::format_to(
+        std::back_inserter(out),
+        "  the process was stopped (SIGSTOP, a debugger) {} time{} for {:.2f} s in all: no thread ran "
+        "then (marked process_stopped in the trace)\n",
+        summary.stops(), summary.stops() == 1 ? "" : "s", static_cast<double>(summary.stopped_ns()) / 1e9);
   }
   if (in.loop.dropped_events > 0) {
-    fmt::format_to(std::back_inserter(out),
-                   "  WARNING: {} events are missing from the file (the writer fell behind, or the disk refused "
-                   "writes for too long)\n",
-                   in.loop.dropped_events);
+    fmt::format_to(
+        std::back_inserter(out),
+        "  WARNING: {} events are missing from the file (the writer fell behind, or the disk refused "
+        "writes for too long)\n",
+        in.loop.dropped_events);
   }
   if (in.loop.threads_truncated) {
-    fmt::format_to(std::back_inserter(out),
-                   "  WARNING: the process had more threads than gilspy follows ({}); the rest are not in the "
-                   "recording\n",
-                   sampler::ThreadWalker::kMaxThreads);
+    fmt::format_to(
+        std::back_inserter(out),
+        "  WARNING: the process had more threads than gilspy follows ({}); the rest are not in the "
+        "recording\n",
+        sampler::ThreadWalker::kMaxThreads);
   }
   gc_summary_lines(out, summary, in.gc_why_off);
   thread_table(out, in, o);

@@ -524,6 +524,7 @@ SessionOutcome Session::run() {
     fig.dense_polls = lc.dense_polls.load();
     fig.placement_moves = lc.placement_moves.load();
     fig.budget_limited = lc.budget_limited.load();
+    fig.low_coverage = lc.low_coverage.load();
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();

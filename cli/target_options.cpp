@@ -25,7 +25,8 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
          "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps it busy (a "
          "server, threads releasing the GIL all the time) it polls less often around hand-offs instead, "
          "down to one poll every 2 ms (below that 5 ms hand-offs are no longer timed to 1 pp, and gilspy "
-         "takes more than the budget). Stack reads have 2 % of their own. 0: no limit")
+         "takes more than the budget), or every 4 ms while the polls see under 8 % of the hand-offs "
+         "(microsecond ones, as a server's). Stack reads have 2 % of their own. 0: no limit")
       ->default_val(4.0)
       ->check(number_between(0, 100))
       ->type_name("PERCENT");

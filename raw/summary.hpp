@@ -1,6 +1,6 @@
 #pragma once
-// Per-thread and whole-GIL figures from a stream of raw records: what `record` prints at the end and writes as
-// the summary, and what `convert` rebuilds for a recording that was killed before it could write its own.
+// Per-thread and whole-GIL figures from a stream of raw records: what `record` prints at the end and writes
+// as the summary, and what `convert` rebuilds for a recording that was killed before it could write its own.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -36,9 +36,11 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   uint64_t dense_polls = 0;  // polls on the peak rate's period (adaptive mode)
   uint64_t placement_moves = 0;
   uint64_t budget_limited = 0;  // polls taken while the CPU budget held the peak rate down
+  uint64_t low_coverage = 0;    // polls taken while few hand-offs were seen, the budget's floor up to 4 ms
   std::string stop_reason;
   bool threads_truncated = false;
-  uint64_t counter_reads = 0, switch_reads = 0;  // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
+  uint64_t counter_reads = 0,
+           switch_reads = 0;  // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
 };
 
 class SummaryBuilder {
@@ -50,15 +52,15 @@ class SummaryBuilder {
   uint64_t handoffs_seen() const { return stats_.handoffs_seen; }
   uint64_t handoffs_total() const { return stats_.handoffs_total; }
   uint64_t polls() const { return stats_.polls; }
-  double coverage() const;         // hand-offs seen / happened; 1 when none happened
-  double gil_busy_share() const;   // all holds / duration
+  double coverage() const;                            // hand-offs seen / happened; 1 when none happened
+  double gil_busy_share() const;                      // all holds / duration
   int64_t stopped_ns() const { return stopped_ns_; }  // the process was stopped (SIGSTOP) this long
   uint64_t stops() const { return stops_; }
   nlohmann::json to_json(double rate_asked, const LoopFigures& loop) const;
   const GcSummary& gc() const { return gc_; }  // the garbage collector's figures (issue 9)
   GcSummary& gc() { return gc_; }
-  int64_t wait_ns() const;  // all threads' GIL waiting together
-  const StackSummary& stacks() const { return stacks_; }  // which code held and waited (stack samples)
+  int64_t wait_ns() const;                                      // all threads' GIL waiting together
+  const StackSummary& stacks() const { return stacks_; }        // which code held and waited (stack samples)
   const CounterSummary& counters() const { return counters_; }  // CPU, scheduler and perf figures per role
 
  private:

@@ -6,6 +6,7 @@
 // would otherwise cost gilspy a fifth of a core and the target what that core was doing. Measured on the
 // process's CPU clock over 50 ms windows; the floor rises by a quarter to double per window when over budget,
 // and falls by a fifth when well under it.
+#include <algorithm>
 #include <cstdint>
 
 namespace gilspy::sampler {
@@ -17,6 +18,12 @@ class CpuBudget {
   // Called by the poll thread after each tick. Returns the shortest step allowed from now on.
   int64_t update(int64_t now);
   int64_t floor() const { return floor_; }
+  // The highest floor allowed from now on (the poll loop raises it while polls see few hand-offs anyway).
+  void set_max_floor(int64_t ns) {
+    max_floor_ns_ = std::max(dense_ns_, ns);
+    floor_ = std::min(floor_, max_floor_ns_);
+  }
+  int64_t max_floor() const { return max_floor_ns_; }
   // Over budget with the floor already at its highest: the polls exempt from the floor (around forced
   // switches) must give way too.
   bool saturated() const { return saturated_; }

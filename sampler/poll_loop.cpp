@@ -108,9 +108,35 @@ int64_t PollLoop::next_step(int64_t now, Pacing& p) {
     counters_.placement_moves.store(p.placement.moves(), std::memory_order_relaxed);
     p.next_placement_check = now + kPlacementRecheckNs;
   }
+  coverage_step(now, p);
   const int64_t floor = p.budget.update(now);
   p.schedule.set_floor(floor, p.budget.saturated());
   return p.schedule.next_step(now);
+}
+
+void PollLoop::coverage_step(int64_t now, Pacing& p) {
+  constexpr int64_t kWindowNs = 250'000'000;  // a decision soon after attaching, on ~1000 hand-offs of a server
+  constexpr uint64_t kMinHandoffs = 200;  // a window with fewer says nothing (and polls cost little then)
+  constexpr double kLow = 0.08, kRecovered = 0.16;  // apart, so that a workload does not flip every second
+  constexpr int64_t kLowCoverageMaxFloorNs = 4'000'000;
+  if (p.coverage_since >= 0 && now - p.coverage_since < kWindowNs) return;
+  uint64_t seen = 0, total = 0;
+  for (const Target& t : targets_) {
+    seen += t.sampler->counters().handoffs_seen.load(std::memory_order_relaxed);
+    total += t.sampler->counters().handoffs_total.load(std::memory_order_relaxed);
+  }
+  if (p.coverage_since >= 0 && total - p.total_then >= kMinHandoffs) {
+    const double coverage =
+        static_cast<double>(seen - p.seen_then) / static_cast<double>(total - p.total_then);
+    if (coverage < kLow) p.low_coverage = true;
+    if (coverage > kRecovered) p.low_coverage = false;
+  }
+  if (p.coverage_since < 0) p.normal_max_floor = p.budget.max_floor();
+  p.budget.set_max_floor(p.low_coverage ? std::max(p.normal_max_floor, kLowCoverageMaxFloorNs)
+                                        : p.normal_max_floor);
+  p.coverage_since = now;
+  p.seen_then = seen;
+  p.total_then = total;
 }
 
 void PollLoop::stack_work(int64_t deadline, Pacing& p) {
@@ -208,6 +234,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       next_stats += stats_period;
     }
     if (pacing.budget.floor() > period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
+    if (pacing.low_coverage) counters_.low_coverage.fetch_add(1, std::memory_order_relaxed);
     step = next_step(now, pacing);
     deadline += step;
     const int64_t after = monotonic_ns();

@@ -391,6 +391,50 @@ TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final c
   CHECK(intervals<raw::Hold>(events).size() == 1);
 }
 
+namespace {
+// Moves the GIL on at each poll's read of it: `per_poll` hand-offs, the holder changing each time (all seen
+// when per_poll is 1) or never (none seen: they all came and went between two polls).
+struct HandingOffReader final : MemoryReader {
+  FakeTarget& t;
+  uint64_t per_poll;
+  bool holder_changes;
+  uint64_t switches = 1;
+  size_t polls = 0;
+  HandingOffReader(FakeTarget& target, uint64_t n, bool changes)
+      : t(target), per_poll(n), holder_changes(changes) {}
+  size_t read(std::span<const ReadRegion> regions) override {
+    if (!regions.empty() && regions[0].remote == kGil) {
+      switches += per_poll;
+      ++polls;
+      t.gil(1, FakeTarget::tstate(holder_changes ? polls % 2 : 0), switches, 1);
+    }
+    return t.mem.read(regions);
+  }
+};
+
+uint64_t low_coverage_polls(uint64_t per_poll, bool holder_changes) {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  HandingOffReader reader(t, per_poll, holder_changes);
+  ScriptedTasks tasks;
+  RecordQueue q(1 << 16);
+  ProcessSampler s(t.interp, reader, tasks, q, 0);
+  PollLoop loop({.rate_hz = 10000, .duration_s = 0.7, .realtime = false, .nice = 0}, q);
+  std::atomic<bool> stop{false};
+  ProcessSampler* samplers[] = {&s};
+  loop.run(samplers, stop);
+  return loop.counters().low_coverage.load();
+}
+}  // namespace
+
+TEST_CASE("poll loop: the budget may space polls out to 4 ms only while they see few of the hand-offs") {
+  // 20 hand-offs between every two polls, none seen: a window of 250 ms is enough to know.
+  CHECK(low_coverage_polls(20, false) > 0);
+  // One a poll, each seen: polls see everything, and stay as the budget says.
+  CHECK(low_coverage_polls(1, true) == 0);
+}
+
 TEST_CASE("record queue: a full queue counts what it drops") {
   RecordQueue q(4);
   for (int i = 0; i < 6; ++i) q.push(0, raw::Waiters{.ts = i, .n = 1});
