@@ -115,10 +115,15 @@ def scenario_stacks(gilspy, python):
         check(len({f["line"] for f in at_sleep}) == 1, f"B waits on lines {sorted({f['line'] for f in at_sleep})}")
 
         # Folded stacks: contention under hog; waits at sleeper.
+        # Of the contention whose holder's stack was read: holds that ended before there was time to read them
+        # (more of them on a loaded machine: 2-4 % idle, more in CI) say nothing about which code held.
         contention = folded(gilspy, raw_path, "contention", d)
         all_weight = sum(n for _, n in contention)
+        unread = sum(n for stack, n in contention if "[no stack sample]" in stack)
         hog_weight = sum(n for stack, n in contention if any(fr.startswith("hog (") for fr in stack))
-        check(hog_weight >= 0.9 * all_weight, f"contention: {hog_weight} of {all_weight} us under hog")
+        check(unread <= 0.5 * all_weight, f"contention: {unread} of {all_weight} us with no stack read")
+        check(hog_weight >= 0.9 * (all_weight - unread),
+              f"contention: {hog_weight} of {all_weight - unread} us with a stack under hog ({unread} us unread)")
         wait = folded(gilspy, raw_path, "wait", d)
         top_wait = max(wait, key=lambda x: x[1])
         check(top_wait[0][-1].startswith("sleeper ("), f"the heaviest wait site is {top_wait[0][-1]}")
