@@ -108,6 +108,7 @@ class StackSampler {
   size_t name_cursor_ = 0;
   int64_t names_due_ns_ = 0;
   bool names_unavailable_ = false;  // threading is not imported (or not readable): asked again rarely
+  int64_t last_names_step_ns_;      // when names_step last ran (at first: when the sampler was made)
   uint64_t jitter_state_;           // xorshift64 state for next_resample_gap (never 0)
 };
 
