@@ -146,9 +146,15 @@ def scenario_stacks(gilspy, python):
         check(not [q for q in missing if q != "<lambda>"], f"C's samples lack {missing} (saw {sorted(c_names)})")
         cut = [s for s in st.stacks.values() if s["truncated"]]
         check(cut, "no stack was marked truncated (the recursion is 200 deep, the limit 64)")
+        # The innermost 64 frames: deep() all the way, but for a read caught 61-63 calls down (its way down or
+        # up takes microseconds; seen once, 3.10 in CI): then the thread's outer frames close the list.
+        outer = {"shapes", "run", "Thread.run", "_bootstrap_inner", "Thread._bootstrap_inner", "_bootstrap",
+                 "Thread._bootstrap"}
         for s in cut:
             check(len(s["frames"]) == 64, f"a truncated stack has {len(s['frames'])} frames")
-            check(all(st.frames[f]["qualname"] == "deep" for f in s["frames"]), "a truncated stack is not all deep()")
+            names = [st.frames[f]["qualname"] for f in s["frames"]]
+            k = next((i for i, n in enumerate(names) if n != "deep"), len(names))
+            check(k >= 61 and all(n in outer for n in names[k:]), f"a truncated stack is not deep() inside: {names}")
         for f in st.frames.values():
             check(NAME.match(f["qualname"]), f"garbage frame name {f['qualname']!r}")
             check(f["line"] >= 1 and f["first_line"] >= 0, f"impossible line in {f}")
