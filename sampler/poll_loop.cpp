@@ -115,10 +115,14 @@ int64_t PollLoop::next_step(int64_t now, Pacing& p) {
 }
 
 void PollLoop::coverage_step(int64_t now, Pacing& p) {
-  constexpr int64_t kWindowNs = 250'000'000;  // a decision soon after attaching, on ~1000 hand-offs of a server
+  constexpr int64_t kWindowNs =
+      250'000'000;                        // a decision soon after attaching, on ~1000 hand-offs of a server
   constexpr uint64_t kMinHandoffs = 200;  // a window with fewer says nothing (and polls cost little then)
   constexpr double kLow = 0.08, kRecovered = 0.16;  // apart, so that a workload does not flip every second
   constexpr int64_t kLowCoverageMaxFloorNs = 4'000'000;
+  // Only the budget's floor moves: with no budget (a fixed rate, --cpu-budget 0) there is nothing to
+  // decide, and nothing to count in the summary.
+  if (!options_.adaptive || options_.cpu_budget <= 0) return;
   if (p.coverage_since >= 0 && now - p.coverage_since < kWindowNs) return;
   uint64_t seen = 0, total = 0;
   for (const Target& t : targets_) {
