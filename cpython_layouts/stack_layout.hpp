@@ -38,6 +38,10 @@ struct FrameLayout {
   // interpreter's sentinel frames) and are skipped. 256: none (3.11 has no shim frames).
   int first_skipped_owner = 256;
   uint64_t code_pointer_mask = ~uint64_t{0};  // 3.14+: f_executable is a _PyStackRef; tag bits cleared
+  // 3.8-3.10: ob_refcnt. A frame object kept for reuse (its code's zombie frame, or the free list, whose
+  // f_back pointers link the free list and whose f_code is not cleared) has 0: a thread that returned under
+  // a read leaves a chain of such frames that reads like a stack. nullopt: frames are not objects (3.11+).
+  std::optional<SOff> refcount;
   SOff read_size = 0;  // bytes read per frame, from its start: covers every field above
 };
 

@@ -14,7 +14,6 @@ T at(const uint8_t* p, size_t off) {
 }
 
 constexpr size_t kIndexSlots = 2 * CodeCache::kEntries;  // a power of two
-constexpr size_t kMaxRevalidate = 256;                   // code objects per stack checked in one read
 
 uint64_t hash_addr(uint64_t a) {
   return (a >> 4) * 0x9E3779B97F4A7C15ULL;
@@ -30,7 +29,6 @@ CodeCache::CodeCache(RemoteObjects& objects, StackTables& tables)
       index_(kIndexSlots),
       table_bytes_(kTableBytes),
       fingerprints_(kMaxRevalidate * 4),
-      regions_(kMaxRevalidate),
       text_(kMaxName) {
   const auto& c = layout_.code;
   uint32_t lo = std::min(c.filename, c.name), hi = std::max(c.filename, c.name);
@@ -53,26 +51,32 @@ uint32_t* CodeCache::index_slot(uint64_t addr) {
   }
 }
 
-void CodeCache::revalidate(std::span<const uint64_t> addrs) {
+size_t CodeCache::revalidate_regions(std::span<const uint64_t> addrs, std::span<ReadRegion> out) {
   size_t n = 0;
-  uint32_t ids[kMaxRevalidate];
   for (const uint64_t a : addrs) {
-    if (n == kMaxRevalidate) break;
+    if (n == kMaxRevalidate || n == out.size()) break;
     const uint32_t id = *index_slot(a);
-    if (id == 0 || std::find(ids, ids + n, id) != ids + n) continue;
-    ids[n] = id;
-    regions_[n] = {a + fp_start_, &fingerprints_[4 * n], 8 * fp_words_};
+    if (id == 0 || std::find(revalidate_ids_, revalidate_ids_ + n, id) != revalidate_ids_ + n) continue;
+    revalidate_ids_[n] = id;
+    out[n] = {a + fp_start_, &fingerprints_[4 * n], 8 * fp_words_};
     ++n;
   }
-  if (n == 0) return;
-  const size_t got = objects_.read({regions_.data(), n});
-  for (size_t i = 0; i < n; ++i) {
-    const CodeInfo& e = entries_[ids[i]];
+  revalidate_count_ = n;
+  return n;
+}
+
+bool CodeCache::revalidated(size_t got) {
+  bool same = true;
+  for (size_t i = 0; i < revalidate_count_; ++i) {
+    CodeInfo& e = entries_[revalidate_ids_[i]];
     if (i < got && std::memcmp(&fingerprints_[4 * i], e.fingerprint, 8 * fp_words_) == 0) continue;
     // Changed (or unreadable): resolved again on lookup. Open addressing cannot delete in place, so the
     // entry keeps its slot with an address no object has.
-    entries_[ids[i]].addr = 1;
+    e.addr = 1;
+    same = false;
   }
+  revalidate_count_ = 0;
+  return same;
 }
 
 CodeResult CodeCache::lookup(uint64_t addr, const CodeInfo** out) {

@@ -1,9 +1,9 @@
 #pragma once
 // Code objects by address: a frame names its code object by pointer, and resolving one (its names, its file,
 // its line table) costs three reads, so each is resolved once and remembered. A cached entry is checked
-// against the object before use (one batched read per stack: the pointers to its names and table): a code
-// object freed and another allocated at its address has other strings. Sized at construction; when full it
-// starts over.
+// against the object with each stack it is used in (the pointers to its names and table, read with the
+// walk's last read): a code object freed and another allocated at its address has other strings. Sized at
+// construction; when full it starts over.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -40,8 +40,16 @@ class CodeCache {
 
   CodeCache(RemoteObjects& objects, StackTables& tables);
 
-  // Forgets the cached entries among `addrs` whose objects no longer hold the same pointers (one read).
-  void revalidate(std::span<const uint64_t> addrs);
+  static constexpr size_t kMaxRevalidate = 256;  // code objects per stack checked in one read
+
+  // The check of a stack's cached entries, made with the walk's last read (the frames still linking to the
+  // same code objects, and those objects still holding the same pointers, make the stack whole):
+  // revalidate_regions() writes to `out` (at least kMaxRevalidate long) the regions that read the cached
+  // entries among `addrs` again, and returns how many; once they are read (`got` of them in full),
+  // revalidated() forgets the entries whose objects changed (resolved again at the next lookup) and
+  // returns whether none did.
+  size_t revalidate_regions(std::span<const uint64_t> addrs, std::span<ReadRegion> out);
+  bool revalidated(size_t got);
   CodeResult lookup(uint64_t addr, const CodeInfo** out);
   // The line of the instruction `instr` (3.8-3.10: f_lasti; 3.11+: the instruction pointer) in this code.
   layouts::LineLookup line(const CodeInfo& c, int64_t instr) const;
@@ -61,8 +69,9 @@ class CodeCache {
   ZeroedArray<uint32_t> index_;  // open addressing by address, 0 = empty
   ZeroedArray<uint8_t> table_bytes_;
   size_t table_used_ = 0;
-  ZeroedArray<uint64_t> fingerprints_;  // revalidate()'s buffer
-  ZeroedArray<ReadRegion> regions_;
+  ZeroedArray<uint64_t> fingerprints_;  // the revalidation's buffer
+  uint32_t revalidate_ids_[kMaxRevalidate] = {};
+  size_t revalidate_count_ = 0;
   ZeroedArray<char> text_;  // a name while it is decoded
   uint64_t resolved_ = 0;
 };

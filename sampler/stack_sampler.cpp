@@ -18,7 +18,7 @@ constexpr size_t kMaxNameBytes = 256;
 constexpr uint8_t kTornRetries = 2;            // a torn read of a holder is read again at once, this often
 constexpr int64_t kFailedRetryNs = 1'000'000;  // then again after this, until a read of the hold holds
 // Names due and not stepped for this long (since the last step, or since the sampler began) go first.
-constexpr int64_t kNamesFirstAfterNs = 50'000'000;
+constexpr int64_t kNamesFirstAfterNs = 10'000'000;
 
 }  // namespace
 
@@ -100,15 +100,11 @@ bool StackSampler::has_work(int64_t now) const {
   return holder_request_ >= 0 || waiters_count_ > 0 || now >= names_due_ns_;
 }
 
-bool StackSampler::read_gil(Gil* g) {
+std::array<ReadRegion, 3> StackSampler::gil_regions(Gil* g) const {
   const auto& l = interp_.layout.gil;
-  int32_t locked = -1;
-  const ReadRegion r[3] = {{interp_.gil_addr + l.last_holder, &g->last_holder, 8},
-                           {interp_.gil_addr + l.locked, &locked, 4},
-                           {interp_.gil_addr + l.switch_number, &g->switch_number, 8}};
-  const bool ok = objects_.read(r) == 3;
-  g->locked = locked;
-  return ok;
+  return {ReadRegion{interp_.gil_addr + l.last_holder, &g->last_holder, 8},
+          ReadRegion{interp_.gil_addr + l.locked, &g->locked, 4},
+          ReadRegion{interp_.gil_addr + l.switch_number, &g->switch_number, 8}};
 }
 
 void StackSampler::work(int64_t deadline) {
@@ -157,15 +153,7 @@ void StackSampler::work(int64_t deadline) {
 void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
   Slot& s = slots_[slot];
   Gil before, after;
-  if (!read_gil(&before)) return;
   const bool holding = role == raw::GilRole::kHolding;
-  if (holding && (before.locked != 1 || before.last_holder != s.tstate)) {
-    ++counters_.skipped;  // it let go in the meantime
-    return;
-  }
-  ++counters_.walks;
-  s.last_attempt_ns = monotonic_ns();
-  WalkOutput w;
   // A holder that ran on under the read is read again at once (twice at most): the next read usually holds.
   auto torn = [&] {
     ++counters_.torn;
@@ -175,7 +163,23 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
       holder_request_since_ = s.since;
     }
   };
-  const WalkResult r = walker_.walk(s.tstate, deadline, &w);
+  // The GIL and the thread's frame pointer in one read; the same again with the walk's last read.
+  const auto gil_before = gil_regions(&before);
+  uint64_t first_frame = 0;
+  const bool read = walker_.current_frame(s.tstate, &first_frame, gil_before);
+  if (read && holding && (before.locked != 1 || before.last_holder != s.tstate)) {
+    ++counters_.skipped;  // it let go in the meantime
+    return;
+  }
+  ++counters_.walks;
+  s.last_attempt_ns = monotonic_ns();
+  if (!read) {
+    torn();
+    return;
+  }
+  WalkOutput w;
+  const auto gil_after = gil_regions(&after);
+  const WalkResult r = walker_.walk_from(s.tstate, first_frame, deadline, &w, gil_after);
   counters_.frames += w.frames_read;
   switch (r) {
     case WalkResult::kOk:
@@ -199,13 +203,7 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
       }
       return;
   }
-  // The torn-read check: the thread must be where it was when the walk began.
-  bool ok = false;
-  const uint64_t frame_after = walker_.current_frame(s.tstate, &ok);
-  if (!read_gil(&after) || !ok || frame_after != w.first_frame) {
-    torn();
-    return;
-  }
+  // The walk checked that the thread's frame pointer did not move; whether the GIL changed hands:
   if (holding ? (after.locked != 1 || after.last_holder != s.tstate ||
                  after.switch_number != before.switch_number)
               : (after.last_holder == s.tstate && after.switch_number != before.switch_number)) {

@@ -16,6 +16,7 @@
 // StackTables the session fills them from. Fixed-size tables; nothing allocates after construction.
 #include <sys/types.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -68,9 +69,11 @@ class StackSampler {
   };
   struct Gil {
     uint64_t last_holder = 0, switch_number = 0;
-    int locked = -1;
+    int32_t locked = -1;
   };
-  bool read_gil(Gil* g);
+  // The regions that read the GIL's holder, lock and switch count into *g: read with the thread's frame
+  // pointer before a walk, and with the walk's last read after it (one process_vm_readv each).
+  std::array<ReadRegion, 3> gil_regions(Gil* g) const;
   // One stack read for `slot`, as the holder or as a waiter.
   void sample(size_t slot, raw::GilRole role, int64_t deadline);
   void emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);

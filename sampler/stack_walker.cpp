@@ -1,5 +1,6 @@
 #include "sampler/stack_walker.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "sampler/poll_loop.hpp"
@@ -31,39 +32,86 @@ StackWalker::StackWalker(RemoteObjects& objects, CodeCache& codes, size_t max_de
       frame_addrs_(max_depth + 1),
       links_(2 * (max_depth + 1)),
       recheck_(2 * (max_depth + 1)),
-      regions_(2 * (max_depth + 1)) {}
+      regions_(3 * (max_depth + 1) + kMaxWindows + 2 + kMaxAlso + CodeCache::kMaxRevalidate),
+      refs_again_(max_depth + 1),
+      window_bytes_(kMaxWindows * kWindowBytes),
+      recheck_bytes_(kMaxWindows * kWindowBytes),
+      frame_window_(max_depth + 1) {}
 
-uint64_t StackWalker::current_frame(uint64_t tstate, bool* ok) {
-  const auto& f = layout_.frame;
-  uint64_t p = 0;
-  *ok = objects_.read_one(tstate + f.tstate_frame, &p, 8);
-  if (*ok && f.cframe_current && p != 0) {
-    uint64_t frame = 0;
-    *ok = objects_.read_one(p + *f.cframe_current, &frame, 8);
-    p = frame;
+const uint8_t* StackWalker::frame_bytes(uint64_t frame, size_t read_size, int* window) {
+  for (size_t w = 0; w < window_count_; ++w) {
+    const Window& win = windows_[w];
+    if (frame >= win.base && frame + read_size <= win.base + win.len) {
+      *window = static_cast<int>(w);
+      return window_bytes_.data() + w * kWindowBytes + (frame - win.base);
+    }
   }
-  return *ok ? p : 0;
+  if (window_count_ < kMaxWindows) {
+    const uint64_t base = frame & ~uint64_t{kPage - 1};
+    const size_t len = static_cast<size_t>(frame - base) + read_size;
+    uint8_t* bytes = window_bytes_.data() + window_count_ * kWindowBytes;
+    if (objects_.read_one(base, bytes, len)) {
+      windows_[window_count_] = {base, len};
+      *window = static_cast<int>(window_count_++);
+      return bytes + (frame - base);
+    }
+  }
+  // Out of windows, or the page could not be read from its start (only a reader that serves the frame
+  // alone does that; memory is mapped a page at a time): the frame alone.
+  *window = -1;
+  return objects_.read_one(frame, alone_, read_size) ? alone_ : nullptr;
+}
+
+bool StackWalker::current_frame(uint64_t tstate, uint64_t* frame, std::span<const ReadRegion> also) {
+  const auto& f = layout_.frame;
+  *frame = 0;
+  cframe_ = 0;
+  if (also.size() > kMaxAlso) return false;
+  uint64_t p = 0;
+  ReadRegion r[1 + kMaxAlso];
+  r[0] = {tstate + f.tstate_frame, &p, 8};
+  std::copy(also.begin(), also.end(), r + 1);
+  if (objects_.read({r, 1 + also.size()}) != 1 + also.size()) return false;
+  if (f.cframe_current && p != 0) {
+    cframe_ = p;
+    if (!objects_.read_one(p + *f.cframe_current, &p, 8)) return false;
+  }
+  *frame = p;
+  return true;
 }
 
 WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out) {
+  uint64_t frame = 0;
+  if (!current_frame(tstate, &frame)) {
+    *out = WalkOutput{};
+    depth_ = 0;
+    return WalkResult::kTorn;
+  }
+  return walk_from(tstate, frame, deadline, out);
+}
+
+WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadline, WalkOutput* out,
+                                  std::span<const ReadRegion> after) {
   *out = WalkOutput{};
   depth_ = 0;
   const auto& f = layout_.frame;
-  bool ok = false;
-  uint64_t frame = current_frame(tstate, &ok);
-  if (!ok) return WalkResult::kTorn;
+  if (after.size() > kMaxAlso) return WalkResult::kInvalid;
   out->first_frame = frame;
+  frame_addrs_first_ = frame;
   // 1. The chain of frames: each frame's code object and instruction.
   size_t n = 0;
-  uint8_t buf[128];
-  if (f.read_size > sizeof buf) return WalkResult::kInvalid;
+  if (f.read_size > kMaxFrameRead) return WalkResult::kInvalid;
+  window_count_ = 0;
   for (size_t chain = 0; frame != 0; ++chain) {
     if (chain >= kMaxChain || (frame & 7) != 0) return WalkResult::kTorn;
     if (chain % kFramesBetweenClockChecks == kFramesBetweenClockChecks - 1 && monotonic_ns() >= deadline) {
       return WalkResult::kBudget;
     }
-    if (!objects_.read_one(frame, buf, f.read_size)) return WalkResult::kTorn;
+    int window = -1;
+    const uint8_t* buf = frame_bytes(frame, f.read_size, &window);
+    if (buf == nullptr) return WalkResult::kTorn;
     ++out->frames_read;
+    if (f.refcount && at<int64_t>(buf, *f.refcount) <= 0) return WalkResult::kTorn;  // a frame kept for reuse
     const uint64_t previous = at<uint64_t>(buf, f.previous);
     if (f.owner && at<uint8_t>(buf, *f.owner) >= f.first_skipped_owner) {
       frame = previous;  // a C-stack shim or the interpreter's sentinel: not Python code
@@ -74,6 +122,7 @@ WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out)
       break;
     }
     frame_addrs_[n] = frame;
+    frame_window_[n] = static_cast<int8_t>(window);
     links_[2 * n] = previous;
     links_[2 * n + 1] = at<uint64_t>(buf, f.code);
     code_addrs_[n] = at<uint64_t>(buf, f.code) & f.code_pointer_mask;
@@ -84,8 +133,23 @@ WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out)
     frame = previous;
   }
   if (n == 0) return WalkResult::kEmpty;
-  // 2. The code objects: cached ones checked in one read, the others resolved.
-  codes_.revalidate({code_addrs_.data(), n});
+  // 2 and 3, twice at most: a cached code object that the last read finds changed is resolved again.
+  for (int attempt = 0;; ++attempt) {
+    const WalkResult codes = resolve_codes(n);
+    if (codes != WalkResult::kOk) return codes;
+    bool codes_same = false;
+    const WalkResult check = check_chain(tstate, n, after, &codes_same);
+    if (check != WalkResult::kOk) return check;
+    if (codes_same) break;
+    if (attempt == 1) return WalkResult::kTorn;
+  }
+  out->depth = depth_;
+  return WalkResult::kOk;
+}
+
+WalkResult StackWalker::resolve_codes(size_t n) {
+  // 2. The code objects, through the cache (its entries checked with the last read, in check_chain()).
+  depth_ = 0;
   for (size_t i = 0; i < n; ++i) {
     const CodeInfo* code = nullptr;
     switch (codes_.lookup(code_addrs_[i], &code)) {
@@ -109,20 +173,52 @@ WalkResult StackWalker::walk(uint64_t tstate, int64_t deadline, WalkOutput* out)
                        .line = line.line >= 0 ? line.line : code->first_line,
                        .first_line = code->first_line};
   }
-  if (depth_ == 0) return WalkResult::kEmpty;
-  // 3. The chain again, in one read: a thread that ran on under the walk can unwind and call again, and
-  // come back to the same innermost frame (frames are reused, newest first), so the check against the
-  // innermost frame alone lets a mix of two stacks through. Every kept frame must still link to the frame
-  // and the code it linked to.
+  return depth_ == 0 ? WalkResult::kEmpty : WalkResult::kOk;
+}
+
+WalkResult StackWalker::check_chain(uint64_t tstate, size_t n, std::span<const ReadRegion> after,
+                                    bool* codes_same) {
+  // 3. The chain again, in one read (its windows, and the frames read alone), with the thread's frame
+  // pointer, the caller's `after` and the cached code objects: a thread that ran on under the walk can unwind
+  // and call again, and come back to the same innermost frame (frames are reused, newest first), so the
+  // check against the innermost frame alone lets a mix of two stacks through. Every kept frame must still
+  // link to the frame and the code it linked to, and each code object still be the one cached.
+  const auto& f = layout_.frame;
+  size_t regions = 0;
+  for (size_t w = 0; w < window_count_; ++w) {
+    regions_[regions++] = {windows_[w].base, recheck_bytes_.data() + w * kWindowBytes, windows_[w].len};
+  }
   for (size_t i = 0; i < n; ++i) {
-    regions_[2 * i] = {frame_addrs_[i] + f.previous, &recheck_[2 * i], 8};
-    regions_[2 * i + 1] = {frame_addrs_[i] + f.code, &recheck_[2 * i + 1], 8};
+    if (frame_window_[i] >= 0) continue;
+    regions_[regions++] = {frame_addrs_[i] + f.previous, &recheck_[2 * i], 8};
+    regions_[regions++] = {frame_addrs_[i] + f.code, &recheck_[2 * i + 1], 8};
+    if (f.refcount) regions_[regions++] = {frame_addrs_[i] + *f.refcount, &refs_again_[i], 8};
   }
-  if (objects_.read({regions_.data(), 2 * n}) != 2 * n) return WalkResult::kTorn;
-  for (size_t i = 0; i < 2 * n; ++i) {
-    if (recheck_[i] != links_[i]) return WalkResult::kTorn;
+  const bool through_cframe = f.cframe_current && cframe_ != 0;
+  regions_[regions++] = {tstate + f.tstate_frame, through_cframe ? &cframe_again_ : &frame_again_, 8};
+  if (through_cframe) regions_[regions++] = {cframe_ + *f.cframe_current, &frame_again_, 8};
+  for (const ReadRegion& r : after) regions_[regions++] = r;
+  const size_t before_codes = regions;
+  regions += codes_.revalidate_regions({code_addrs_.data(), n},
+                                       {regions_.data() + regions, regions_.size() - regions});
+  const size_t got = objects_.read({regions_.data(), regions});
+  *codes_same = codes_.revalidated(got > before_codes ? got - before_codes : 0);
+  if (got != regions) return WalkResult::kTorn;
+  if (frame_again_ != frame_addrs_first_ || (through_cframe && cframe_again_ != cframe_)) {
+    return WalkResult::kTorn;
   }
-  out->depth = depth_;
+  for (size_t i = 0; i < n; ++i) {
+    if (frame_window_[i] >= 0) {
+      const size_t w = static_cast<size_t>(frame_window_[i]);
+      const uint8_t* again = recheck_bytes_.data() + w * kWindowBytes + (frame_addrs_[i] - windows_[w].base);
+      recheck_[2 * i] = at<uint64_t>(again, f.previous);
+      recheck_[2 * i + 1] = at<uint64_t>(again, f.code);
+      if (f.refcount) refs_again_[i] = at<int64_t>(again, *f.refcount);
+    }
+    if (recheck_[2 * i] != links_[2 * i] || recheck_[2 * i + 1] != links_[2 * i + 1])
+      return WalkResult::kTorn;
+    if (f.refcount && refs_again_[i] <= 0) return WalkResult::kTorn;
+  }
   return WalkResult::kOk;
 }
 

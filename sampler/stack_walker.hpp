@@ -2,6 +2,14 @@
 // One thread's Python stack, read from the target: from the thread state's innermost frame along the
 // previous-frame pointers, each frame's code object (through the code cache) and the line of its current
 // instruction. Allocation-free; the buffers hold `max_depth` frames.
+//
+// Frames are read a page at a time (a window: from the start of the frame's page to the frame's end). 3.11+
+// keeps a thread's frames side by side in its data stack, each caller below its callee, so the window of the
+// innermost frame usually holds the whole chain: one process_vm_readv instead of one per frame. A read costs
+// about the same for a page as for 100 bytes (the kernel's cost is per call and per page pinned), and a
+// stack read costs the target nothing, but the poll thread's CPU is what --cpu-budget and the stack share
+// limit. A frame outside every window read so far opens another; past kMaxWindows, frames are read alone.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -24,7 +32,7 @@ enum class WalkResult : uint8_t {
 struct WalkOutput {
   size_t depth = 0;          // frames in `frames`, innermost first
   bool truncated = false;    // the thread had more than max_depth frames
-  uint64_t first_frame = 0;  // the innermost frame's address: the torn-read check compares it afterwards
+  uint64_t first_frame = 0;  // the innermost frame's address
   size_t frames_read = 0;
 };
 
@@ -32,10 +40,20 @@ class StackWalker {
  public:
   StackWalker(RemoteObjects& objects, CodeCache& codes, size_t max_depth);
 
-  // The innermost frame of thread state `tstate` as it is now (0 when none, or unreadable: *ok false).
-  uint64_t current_frame(uint64_t tstate, bool* ok);
-  // Walks the stack of `tstate`; the frames go to frames() (FrameKeys: string ids, line, first line).
-  // Checks the clock every few frames and gives up at `deadline` (CLOCK_MONOTONIC ns).
+  static constexpr size_t kMaxAlso = 4;  // regions a caller may add to the first and the last read
+
+  // The innermost frame of thread state `tstate` as it is now (0 when none) into *frame; `also` (at most
+  // kMaxAlso regions: the caller's look at the GIL) is read in the same process_vm_readv. False when any of
+  // it could not be read.
+  bool current_frame(uint64_t tstate, uint64_t* frame, std::span<const ReadRegion> also = {});
+  // Walks the stack of `tstate` from `frame` (what current_frame() read); the frames go to frames()
+  // (FrameKeys: string ids, line, first line). Checks the clock every few frames and gives up at `deadline`
+  // (CLOCK_MONOTONIC ns). Its last read checks the chain, the thread's frame pointer and `after` (at most
+  // kMaxAlso regions, the caller's second look) at once: a frame pointer that moved, or a link that changed,
+  // is kTorn.
+  WalkResult walk_from(uint64_t tstate, uint64_t frame, int64_t deadline, WalkOutput* out,
+                       std::span<const ReadRegion> after = {});
+  // Both: the frame pointer, then the walk.
   WalkResult walk(uint64_t tstate, int64_t deadline, WalkOutput* out);
   std::span<const FrameKey> frames() const { return {keys_.data(), depth_}; }
 
@@ -53,7 +71,37 @@ class StackWalker {
   ZeroedArray<uint64_t> links_;
   ZeroedArray<uint64_t> recheck_;
   ZeroedArray<ReadRegion> regions_;
+  ZeroedArray<int64_t> refs_again_;  // 3.8-3.10: the kept frames' reference counts, read again
   size_t depth_ = 0;
+
+ public:
+  static constexpr size_t kPage = 4096;
+  static constexpr size_t kMaxFrameRead = 128;  // the largest FrameLayout::read_size
+  static constexpr size_t kWindowBytes = kPage + kMaxFrameRead;
+  static constexpr size_t kMaxWindows = 8;
+
+ private:
+  struct Window {
+    uint64_t base = 0;
+    size_t len = 0;
+  };
+  // The frame at `frame` (read_size bytes) from a window read in this walk, or from a new one; nullptr when
+  // it cannot be read.
+  const uint8_t* frame_bytes(uint64_t frame, size_t read_size, int* window);
+  // The kept frames' code objects into keys_ (depth_).
+  WalkResult resolve_codes(size_t n);
+  // The walk's last read and what it must find; *codes_same false when a cached code object changed.
+  WalkResult check_chain(uint64_t tstate, size_t n, std::span<const ReadRegion> after, bool* codes_same);
+  uint64_t frame_addrs_first_ = 0;  // the innermost frame the walk began at
+  std::array<Window, kMaxWindows> windows_{};
+  size_t window_count_ = 0;
+  ZeroedArray<uint8_t> window_bytes_;   // kMaxWindows * kWindowBytes
+  ZeroedArray<uint8_t> recheck_bytes_;  // the windows read again at the end
+  ZeroedArray<int8_t> frame_window_;    // per kept frame: its window, or -1 (read alone)
+  uint8_t alone_[kMaxFrameRead];
+  // current_frame()'s _PyCFrame (3.11-3.12), and the frame pointer read again at the end of a walk.
+  uint64_t cframe_ = 0;
+  uint64_t cframe_again_ = 0, frame_again_ = 0;
 };
 
 }  // namespace gilspy::sampler

@@ -236,6 +236,7 @@ class FakePython {
       put<uint64_t>(o + f.instr, static_cast<uint64_t>(instr));
     }
     if (f.owner) put<uint8_t>(o + *f.owner, owner);
+    if (f.refcount) put<int64_t>(o + *f.refcount, 1);  // a live frame object
     return o;
   }
 

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <variant>
@@ -179,6 +180,98 @@ TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the t
     CHECK(shallow.frames()[7].line == 13);
     // A deadline that has passed: the walk gives up.
     CHECK(shallow.walk(ts, 0, &w) == sampler::WalkResult::kBudget);
+  }
+}
+
+namespace {
+
+// A reader that runs `change` just before its read number `at` (counted from 1), as a thread running on
+// under a walk would.
+class ChangingReader final : public sampler::MemoryReader {
+ public:
+  explicit ChangingReader(sampler::MemoryReader& inner) : inner_(inner) {}
+  size_t at = 0;
+  std::function<void()> change;
+  size_t reads = 0;
+  size_t read(std::span<const sampler::ReadRegion> regions) override {
+    if (++reads == at && change) change();
+    return inner_.read(regions);
+  }
+
+ private:
+  sampler::MemoryReader& inner_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "stack walker: frames read by the page, checked in one read; changed links, dead frames, changed code") {
+  for (const int minor : {10, 11, 12, 13}) {
+    CAPTURE(minor);
+    FakePython py(table(minor));
+    ChangingReader reader(py.mem);
+    sampler::RemoteObjects o(reader, py.l);
+    sampler::StackTables tables;
+    sampler::CodeCache codes(o, tables);
+    const std::vector<uint8_t> t = minor >= 11   ? location_table(1, {2, 3})
+                                   : minor == 10 ? std::vector<uint8_t>{4, 1}
+                                                 : std::vector<uint8_t>{0, 1};
+    const uint64_t code = py.code("f", "/src/f.py", 1, t, 2);
+    // Six frames side by side, each caller below its callee, as 3.11+ lays them out in a data stack.
+    uint64_t frames[6] = {};
+    uint64_t prev = 0;
+    for (auto& f : frames) prev = f = py.frame(code, py.instr(code, 0), prev);
+    const uint64_t ts = py.tstate(frames[5]);
+    const bool one_page = (frames[0] / 4096) == ((frames[5] + py.l.frame.read_size - 1) / 4096);
+    sampler::StackWalker walker(o, codes, 64);
+    sampler::WalkOutput w;
+    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    // Again with the code cached: the frame pointer (one read, two through a cframe), the window(s), then
+    // the windows, the frame pointer and the cached code together. One read per frame would take 6.
+    reader.reads = 0;
+    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    CHECK(w.depth == 6);
+    CHECK(w.frames_read == 6);
+    const size_t frame_pointer_reads = py.l.frame.cframe_current ? 2 : 1;
+    CHECK(reader.reads == frame_pointer_reads + (one_page ? 1 : 2) + 1);
+    const size_t reads = reader.reads;
+    // A caller's link changed between the window read and its check at the end (the thread unwound to it
+    // and called again): the walk is torn, not a mix of two stacks.
+    for (const size_t which : {size_t{1}, size_t{4}}) {
+      CAPTURE(which);
+      const uint64_t other = py.frame(code, py.instr(code, 1), 0);
+      reader.reads = 0;
+      reader.at = reads;  // the last read: the check
+      reader.change = [&] { py.put<uint64_t>(frames[which] + py.l.frame.previous, other); };
+      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+      reader.change = nullptr;
+      py.put<uint64_t>(frames[which] + py.l.frame.previous, frames[which - 1]);
+      REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    }
+    // 3.8-3.10: a frame object kept for reuse (reference count 0) links like a frame, but is none: read so
+    // at first, or by the last read (the thread returned from it meanwhile), the walk is torn.
+    if (py.l.frame.refcount) {
+      py.put<int64_t>(frames[2] + *py.l.frame.refcount, 0);
+      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+      py.put<int64_t>(frames[2] + *py.l.frame.refcount, 1);
+      reader.reads = 0;
+      reader.at = reads;
+      reader.change = [&] { py.put<int64_t>(frames[2] + *py.l.frame.refcount, 0); };
+      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+      reader.change = nullptr;
+      py.put<int64_t>(frames[2] + *py.l.frame.refcount, 1);
+    }
+    // The code object replaced by another at its address between the lookup and the last read: the walk
+    // resolves it again and checks once more, and the stack names the new one.
+    const uint64_t resolved = codes.resolved();
+    reader.reads = 0;
+    reader.at = reads;
+    reader.change = [&] { py.put<uint64_t>(code + py.l.code.filename, py.str("/src/g.py")); };
+    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    reader.change = nullptr;
+    CHECK(codes.resolved() == resolved + 1);
+    CHECK(tables.string(walker.frames()[0].file) == "/src/g.py");
+    CHECK(tables.string(walker.frames()[5].file) == "/src/g.py");
   }
 }
 
