@@ -33,13 +33,15 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
   const raw::StackStats& c = stacks.costs();
   if (c.walks == 0 && !stacks.any_samples()) return;  // --no-stacks, or a version whose stacks are not read
   const double seconds = static_cast<double>(duration_ns) / 1e9;
-  fmt::format_to(std::back_inserter(out),
-                 "  Python stacks: {} samples ({:.0f}/s), {:.0f} bytes read per stack, {:.2f} % of a core; "
-                 "dropped: {} torn, {} invalid; {} not read in time\n",
-                 c.samples, seconds > 0 ? static_cast<double>(c.samples) / seconds : 0.0,
-                 c.walks > 0 ? static_cast<double>(c.bytes) / static_cast<double>(c.walks) : 0.0,
-                 seconds > 0 ? 100.0 * static_cast<double>(c.read_ns) / 1e9 / seconds : 0.0, c.torn,
-                 c.invalid, c.skipped);
+  fmt::format_to(
+      std::back_inserter(out),
+      "  Python stacks: {} samples ({:.0f}/s; {} of them a hold's start, where its thread's wait "
+      "was read), {:.0f} bytes read per stack, {:.2f} % of a core; dropped: {} torn, {} invalid; {} "
+      "not read in time\n",
+      c.samples, seconds > 0 ? static_cast<double>(c.samples) / seconds : 0.0, c.reused,
+      c.walks > 0 ? static_cast<double>(c.bytes) / static_cast<double>(c.walks) : 0.0,
+      seconds > 0 ? 100.0 * static_cast<double>(c.read_ns) / 1e9 / seconds : 0.0, c.torn, c.invalid,
+      c.skipped);
   // Functions that held the GIL only while nobody waited are not what blocked anyone: left out, unless no
   // function held it while others waited (then the longest holders are shown).
   auto holders = stacks.top_holders(rows);

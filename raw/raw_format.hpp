@@ -20,7 +20,7 @@
 //   ["FS",id,ts,truncated,[frame ids]]              a stack, innermost frame first (format_version 3)
 //   ["K",tid,ts,since,"h"|"w",stack]                a stack sample of the hold / wait begun at since (3)
 //   ["KN",tid,ts,"name","os_name"]   the thread's Python name (threading.Thread.name) from ts on (3)
-//   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]   stack costs (3)
+//   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads,reused]   stack costs (3)
 //   ["CD",ts,[names],{name:why},max] the counters of the "C" lines, and those that could not be counted (3)
 //   ["C",tid,ts,dur,role,time,cpu,delay,slices,holds,preempted,preempted_ns,[values]]  a thread's figures in
 //                                    one GIL role over a ~100 ms window (3)

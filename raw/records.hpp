@@ -10,7 +10,8 @@
 //
 // Records cross the poll thread's queue, which must not allocate: every kind is a few integers, except
 // ThreadStart's name, which the sampler leaves empty (an empty std::string moves without allocating) and the
-// session fills in from /proc, and the stack kinds' strings and frame lists, filled from the sampler's tables.
+// session fills in from /proc, and the stack kinds' strings and frame lists, filled from the sampler's
+// tables.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -49,7 +50,7 @@ struct ThreadStart {
   int64_t tid = 0;  // OS thread id
   int64_t ts = 0;
   uint64_t tstate = 0;  // address of its PyThreadState
-  std::string name;  // empty from the sampler; the session names it ("MainThread", "thread <tid> (<comm>)")
+  std::string name;    // empty from the sampler; the session names it ("MainThread", "thread <tid> (<comm>)")
   int64_t ns_tid = 0;  // its id inside the target's PID namespace (a container) when that differs from tid
   bool operator==(const ThreadStart&) const = default;
 };
@@ -98,8 +99,8 @@ struct Stats {
 };
 
 // The whole process was stopped (SIGSTOP, a debugger, a job-control stop: task state T or t) from about ts
-// for about dur (seen at the sampler's thread re-walks, every 20 ms). Whoever held the GIL then still holds it
-// in the records: it did not run. Raw line: ["P",ts,dur].
+// for about dur (seen at the sampler's thread re-walks, every 20 ms). Whoever held the GIL then still holds
+// it in the records: it did not run. Raw line: ["P",ts,dur].
 struct ProcessStopped {
   int64_t ts = 0;
   int64_t dur = 0;
@@ -178,19 +179,22 @@ struct StackSample {
 };
 
 // What reading stacks and names cost so far, one per target at each stats tick. Raw line:
-// ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads]; new counters go at the end.
+// ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads,reused]; new counters
+// go at the end (a shorter line from an older gilspy reads them as 0).
 struct StackStats {
   int64_t ts = 0;
-  uint64_t walks = 0;      // stack reads begun
-  uint64_t samples = 0;    // ...that gave a sample
-  uint64_t torn = 0;       // dropped: the thread ran on while it was read (its frame or the GIL moved)
-  uint64_t invalid = 0;    // dropped: what was read is not a stack (a bad code object, string, line)
-  uint64_t skipped = 0;    // not read: the time budget ran out, or the hold or wait ended first
-  uint64_t truncated = 0;  // samples cut at the depth limit
-  uint64_t frames = 0;     // frames read
-  uint64_t bytes = 0;      // bytes read from the target for stacks (frames, code objects, strings)
-  uint64_t read_ns = 0;    // time spent reading stacks and names
-  uint64_t name_reads = 0; // thread names read
+  uint64_t walks = 0;       // stack reads begun
+  uint64_t samples = 0;     // ...that gave a sample
+  uint64_t torn = 0;        // dropped: the thread ran on while it was read (its frame or the GIL moved)
+  uint64_t invalid = 0;     // dropped: what was read is not a stack (a bad code object, string, line)
+  uint64_t skipped = 0;     // not read: the time budget ran out, or the hold or wait ended first
+  uint64_t truncated = 0;   // samples cut at the depth limit
+  uint64_t frames = 0;      // frames read
+  uint64_t bytes = 0;       // bytes read from the target for stacks (frames, code objects, strings)
+  uint64_t read_ns = 0;     // time spent reading stacks and names
+  uint64_t name_reads = 0;  // thread names read
+  uint64_t reused = 0;  // samples (in `samples`) of a hold's start: the stack its thread was read at without
+                        // the GIL, when the first switch since then gave it the GIL (no read)
   bool operator==(const StackStats&) const = default;
 };
 
@@ -202,7 +206,7 @@ struct StackStats {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 struct CounterSetup {
   int64_t ts = 0;
-  uint8_t count = 0;                                  // perf counters per thread (0: none asked or usable)
+  uint8_t count = 0;                                   // perf counters per thread (0: none asked or usable)
   std::array<CounterKind, kMaxCounterValues> kinds{};  // what values[i] of a CounterSample counts
   std::vector<std::pair<std::string, std::string>> unavailable;  // asked for, not counted: {name, reason}
   int64_t perf_threads_max = 0;  // perf groups are opened on at most this many threads at once (fd limit)
@@ -226,14 +230,15 @@ struct CounterSample {
   int64_t ts = 0;
   int64_t dur = 0;
   GilRole role = GilRole::kReleased;
-  uint8_t count = 0;           // values below: 0 when the thread had no perf counts in the window
-  uint32_t holds = 0;          // holding: holds that began in the window
-  int64_t time_ns = 0;         // in `role` within the window, with scheduler figures (0: the thread was gone)
-  int64_t cpu_ns = 0;          // ...of it on a CPU
-  int64_t run_delay_ns = 0;    // ...runnable but waiting for a CPU (the run queue)
-  uint32_t slices = 0;         // times it was switched onto a CPU
-  uint32_t preempted_holds = 0;  // holding: holds that ended in the window whose holder waited >= kPreemptedHoldMinNs
-  int64_t preempted_ns = 0;      // ...the time they waited for a CPU while holding
+  uint8_t count = 0;         // values below: 0 when the thread had no perf counts in the window
+  uint32_t holds = 0;        // holding: holds that began in the window
+  int64_t time_ns = 0;       // in `role` within the window, with scheduler figures (0: the thread was gone)
+  int64_t cpu_ns = 0;        // ...of it on a CPU
+  int64_t run_delay_ns = 0;  // ...runnable but waiting for a CPU (the run queue)
+  uint32_t slices = 0;       // times it was switched onto a CPU
+  uint32_t preempted_holds =
+      0;  // holding: holds that ended in the window whose holder waited >= kPreemptedHoldMinNs
+  int64_t preempted_ns = 0;                          // ...the time they waited for a CPU while holding
   std::array<uint64_t, kMaxCounterValues> values{};  // CounterSetup::kinds order
   bool operator==(const CounterSample&) const = default;
 };

@@ -35,7 +35,7 @@ std::string stack_line(const StackSample& r) {
 }
 std::string stack_line(const StackStats& r) {
   return dump(json::array({"KC", r.ts, r.walks, r.samples, r.torn, r.invalid, r.skipped, r.truncated,
-                           r.frames, r.bytes, r.read_ns, r.name_reads}));
+                           r.frames, r.bytes, r.read_ns, r.name_reads, r.reused}));
 }
 
 Record stack_record_from_json(const json& a, const std::string& tag,
@@ -91,7 +91,10 @@ Record stack_record_from_json(const json& a, const std::string& tag,
     return s;
   }
   if (tag == "KN") {
-    return ThreadName{.tid = integer(1), .ts = moment(2), .name = text(3), .text_id = 0,
+    return ThreadName{.tid = integer(1),
+                      .ts = moment(2),
+                      .name = text(3),
+                      .text_id = 0,
                       .os_name = a.size() > 4 ? text(4) : std::string()};
   }
   if (tag == "K") {
@@ -114,7 +117,8 @@ Record stack_record_from_json(const json& a, const std::string& tag,
                       .frames = count(8),
                       .bytes = count(9),
                       .read_ns = count(10),
-                      .name_reads = count(11)};
+                      .name_reads = count(11),
+                      .reused = count(12)};
   }
   throw bad("has an unknown kind " + dump(a[0]));
 }

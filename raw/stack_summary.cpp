@@ -197,6 +197,7 @@ nlohmann::json StackSummary::to_json(int64_t duration_ns) const {
       {"read_ns", c.read_ns},
       {"read_share", seconds > 0 ? static_cast<double>(c.read_ns) / 1e9 / seconds : 0.0},
       {"name_reads", c.name_reads},
+      {"reused", c.reused},
       {"frames_defined", pieces_.frames().size()},
       {"stacks_defined", pieces_.stacks().size()},
       {"top_holders", holders},

@@ -429,7 +429,7 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   }
   activity_.collecting = gc_.collecting();
   note_activity(g, delta, dirty, t_now, t_mid);
-  if (stacks_) stacks_->after_poll(t_now, holder);
+  if (stacks_) stacks_->after_poll(t_now, holder, g.switch_number);
   holder_ = holder;
   watched_ = last;
   prev_ = g;

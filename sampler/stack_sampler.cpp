@@ -62,6 +62,8 @@ void StackSampler::thread_removed(size_t slot) {
 
 void StackSampler::role_changed(size_t slot, raw::GilRole role, int64_t since) {
   Slot& s = slots_[slot];
+  // Only a hold seen to follow the wait whose stack was read may start at that stack (after_poll()).
+  if (!(s.role == raw::GilRole::kWaiting && role == raw::GilRole::kHolding)) s.idle_stack = 0;
   s.role = role;
   s.since = since;
   s.last_sample_ns = -1;
@@ -81,10 +83,31 @@ void StackSampler::role_changed(size_t slot, raw::GilRole role, int64_t since) {
   }
 }
 
-void StackSampler::after_poll(int64_t t_now, int holder_slot) {
-  if (holder_slot < 0 || holder_request_ >= 0) return;
-  const Slot& s = slots_[static_cast<size_t>(holder_slot)];
+void StackSampler::after_poll(int64_t t_now, int holder_slot, uint64_t switch_number) {
+  if (holder_slot < 0) return;
+  Slot& s = slots_[static_cast<size_t>(holder_slot)];
   if (s.role != raw::GilRole::kHolding) return;
+  if (s.idle_stack != 0) {
+    // A hold that came straight from the wait whose stack was read, with the first switch since that read:
+    // the thread has not held the GIL since (that takes a switch to it and one away), so it resumed where
+    // that stack stands, and no read is needed. (A thread that takes the GIL, lets go and takes it back
+    // with nobody in between makes no switch; gilspy would see that as a hold of its own, unless all of it
+    // falls between two polls: then this sample shows where it waited, a few hundred microseconds stale.)
+    const uint32_t stack = s.idle_stack;
+    s.idle_stack = 0;
+    if (switch_number == s.idle_switch + 1 && s.last_sample_ns < 0 && holder_request_ == holder_slot &&
+        holder_request_since_ == s.since) {
+      holder_request_ = -1;
+      emit(raw::StackSample{
+          .tid = s.tid, .ts = s.since, .since = s.since, .role = raw::GilRole::kHolding, .stack = stack});
+      ++counters_.samples;
+      ++counters_.reused;
+      s.last_sample_ns = s.since;
+      s.resample_gap_ns = next_resample_gap();
+      return;
+    }
+  }
+  if (holder_request_ >= 0) return;
   // Again every hold_resample_ns of a hold (jittered, see the header); a hold whose first read failed (torn,
   // out of time) is read again soon, so that a hold the sampler sees has a stack.
   const bool due = s.last_sample_ns >= 0
@@ -210,17 +233,21 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
     ++counters_.torn;  // it let go (or took the GIL): the interval is over, no second read
     return;
   }
-  emit_sample(s, role, monotonic_ns(), w);
+  const uint32_t stack = emit_sample(s, role, monotonic_ns(), w);
+  if (!holding && stack != 0 && after.last_holder != s.tstate) {
+    s.idle_stack = stack;
+    s.idle_switch = after.switch_number;
+  }
 }
 
-void StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w) {
+uint32_t StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w) {
   const auto frames = walker_.frames();
   for (size_t i = 0; i < frames.size(); ++i) {
     bool added = false;
     frame_ids_[i] = tables_.intern_frame(frames[i], &added);
     if (frame_ids_[i] == 0) {
       ++counters_.skipped;  // the frame table is full
-      return;
+      return 0;
     }
     if (added) {
       emit(raw::FrameDef{.id = frame_ids_[i],
@@ -235,7 +262,7 @@ void StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const Wa
   const uint32_t stack = tables_.intern_stack({frame_ids_.data(), frames.size()}, w.truncated, &added);
   if (stack == 0) {
     ++counters_.skipped;
-    return;
+    return 0;
   }
   if (added) emit(raw::StackDef{.id = stack, .ts = now, .truncated = w.truncated, .frames = {}});
   emit(raw::StackSample{.tid = s.tid, .ts = now, .since = s.since, .role = role, .stack = stack});
@@ -244,6 +271,7 @@ void StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const Wa
   s.last_sample_ns = now;
   s.resample_gap_ns = next_resample_gap();
   s.retries = 0;
+  return stack;
 }
 
 bool StackSampler::find_active_dict() {

@@ -41,7 +41,8 @@ class StackSampler {
   void thread_added(size_t slot, uint64_t tstate, uint64_t pthread_id, int64_t tid, int64_t t_now);
   void thread_removed(size_t slot);
   void role_changed(size_t slot, raw::GilRole role, int64_t since);
-  void after_poll(int64_t t_now, int holder_slot);
+  // `switch_number`: the GIL's switch count as this poll read it (with the holder, `holder_slot`).
+  void after_poll(int64_t t_now, int holder_slot, uint64_t switch_number);
   void emit_stats(int64_t t_now);
 
   // Whether there is something to read now; and reading it, until `deadline` (CLOCK_MONOTONIC ns).
@@ -63,6 +64,12 @@ class StackSampler {
     int64_t last_attempt_ns = -1;  // ...and when its last read began
     uint8_t retries = 0;           // torn reads of it read again
     bool waiter_queued = false;
+    // The stack of the current wait, read while the thread did not hold the GIL, and the GIL's switch count
+    // then: a thread without the GIL runs no Python, so when the wait ends in a hold and the count has moved
+    // by one, to this thread, the hold began where that stack left it (after_poll() gives the hold that
+    // sample instead of a read). 0: none.
+    uint32_t idle_stack = 0;
+    uint64_t idle_switch = 0;
     // Names.
     int64_t added_ns = 0;
     uint64_t name_obj = 0;  // the str object its name was read from (a rename assigns another)
@@ -76,7 +83,8 @@ class StackSampler {
   std::array<ReadRegion, 3> gil_regions(Gil* g) const;
   // One stack read for `slot`, as the holder or as a waiter.
   void sample(size_t slot, raw::GilRole role, int64_t deadline);
-  void emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
+  // The sample's stack id; 0 when the tables were full.
+  uint32_t emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
   // Thread names: one step of a refresh (find threading._active, read it, then a few threads' names).
   void names_step(int64_t deadline);
   // The next gap between two reads of one hold: uniform in [1/2, 3/2) of hold_resample_ns.

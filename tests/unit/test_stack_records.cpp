@@ -104,7 +104,8 @@ std::vector<raw::Record> recording() {
                               .frames = 8,
                               .bytes = 4000,
                               .read_ns = 100'000,
-                              .name_reads = 2});
+                              .name_reads = 2,
+                              .reused = 1});
   v.push_back(raw::ThreadEnd{.tid = 501, .ts = 12 * kMs});
   v.push_back(raw::ThreadEnd{.tid = 502, .ts = 12 * kMs});
   return v;
@@ -160,7 +161,8 @@ TEST_CASE("stack records: every kind round-trips through a raw file (format 3); 
   {
     std::ifstream in(dir / "GIL_500_rank_0.json", std::ios::binary);
     size_t n = 0;
-    const raw::FastRead fast = raw::read_fast(in, "f.json", [](const raw::Meta&) {}, [&](const raw::Record&) { ++n; });
+    const raw::FastRead fast = raw::read_fast(
+        in, "f.json", [](const raw::Meta&) {}, [&](const raw::Record&) { ++n; });
     REQUIRE(fast.result.has_value());
     CHECK(fast.result->complete);
     CHECK(n == records.size());
@@ -170,7 +172,21 @@ TEST_CASE("stack records: every kind round-trips through a raw file (format 3); 
   CHECK(*raw::record_line(records[11]) == R"(["FS",2,2000000,1,[3,1]])");
   CHECK(*raw::record_line(records[8]) == R"(["K",501,1000000,1000000,"h",1])");
   CHECK(*raw::record_line(records[3]) == R"(["KN",502,0,"B","b-os"])");
-  CHECK(raw::record_line(records[20])->rfind(R"(["KC",12000000,4,3,1,0,0,1,8,4000,100000,2])", 0) == 0);
+  CHECK(raw::record_line(records[20])->rfind(R"(["KC",12000000,4,3,1,0,0,1,8,4000,100000,2,1])", 0) == 0);
+  // A KC line of an older gilspy, without `reused`: read as 0.
+  const std::string head = std::string("{\"format\":\"gilspy-raw\",\"format_version\":3,\n\"meta\":") +
+                           raw::to_json(meta()).dump() + ",\n\"events\":[\n";
+  std::istringstream old(head + R"(["KC",12000000,4,3,1,0,0,1,8,4000,100000,2])" +
+                         ",\n[\"F\"]],\n\"summary\":{}}\n");
+  std::vector<raw::StackStats> costs;
+  raw::read(
+      old, "old.json", [](const raw::Meta&) {},
+      [&](const raw::Record& r) {
+        if (const auto* c = std::get_if<raw::StackStats>(&r)) costs.push_back(*c);
+      });
+  REQUIRE(costs.size() == 1);
+  CHECK(costs[0].name_reads == 2);
+  CHECK(costs[0].reused == 0);
 }
 
 TEST_CASE("stack records: malformed stack lines are corrupt, naming the event") {

@@ -375,7 +375,7 @@ TEST_CASE("stack sampler: the holder's stack as interned records; a torn read dr
   CHECK(std::get<raw::FrameDef>(fr).file == "/w.py");
   CHECK(std::get<raw::StackDef>(st).frames == std::vector<uint32_t>{frames[0].id});
   // The same stack again (a later sample of the hold): no new definitions, only the sample.
-  sampler.after_poll(sampler::monotonic_ns() + 20'000'000, 0);
+  sampler.after_poll(sampler::monotonic_ns() + 20'000'000, 0, 0);
   sampler.work(sampler::monotonic_ns() + 1'000'000'000);
   const auto again = drain(q);
   CHECK(only<raw::FrameDef>(again).empty());
@@ -422,7 +422,7 @@ TEST_CASE("stack sampler: a long hold is read again at gaps spread over [1/2, 3/
     int64_t x = 0;
     while (!sampler.has_work(kPast) && x < 30'000'000) {
       x += 50'000;
-      sampler.after_poll(after + x, 0);
+      sampler.after_poll(after + x, 0, 0);
     }
     gaps.push_back(x);
     sampler.work(sampler::monotonic_ns() + kBig);
@@ -461,6 +461,62 @@ TEST_CASE("stack sampler: a waiter's stack; the GIL changing hands under a holde
   s.hold(ts, 2);
   sampler.work(sampler::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::StackSample>(drain(q)).empty());
+}
+
+TEST_CASE(
+    "stack sampler: a hold that follows its thread's read wait by one switch starts at that stack, unread") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t code = py.code("worker", "/w.py", 8, location_table(8, {9, 10}), 2);
+  const uint64_t ts = py.tstate(py.frame(code, py.instr(code, 1), 0));
+  const uint64_t other_ts = py.tstate(py.frame(code, py.instr(code, 0), 0));
+  sampler::RecordQueue q(1024);
+  sampler::StackSampler sampler(s.interp, py.mem, q, 0, {}, 16);
+  sampler.thread_added(0, ts, 1, 10, 0);
+  sampler.thread_added(1, other_ts, 2, 11, 0);
+  auto wait_read_at = [&](uint64_t switches, int64_t since) {
+    s.hold(other_ts, switches);
+    sampler.role_changed(0, raw::GilRole::kWaiting, since);
+    sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+    auto samples = only<raw::StackSample>(drain(q));
+    REQUIRE(samples.size() == 1);
+    CHECK(samples[0].role == raw::GilRole::kWaiting);
+    return samples[0].stack;
+  };
+  // The wait is read at switch 5; the thread takes the GIL, the first switch since (6): its hold's first
+  // sample is the wait's stack, at the hold's start, with no read.
+  const uint32_t wait_stack = wait_read_at(5, 100);
+  sampler.role_changed(0, raw::GilRole::kHolding, 300);
+  s.hold(ts, 6);
+  const size_t reads = py.mem.reads();
+  sampler.after_poll(400, 0, 6);
+  CHECK(py.mem.reads() == reads);
+  CHECK_FALSE(sampler.has_work(400));
+  auto samples = only<raw::StackSample>(drain(q));
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].role == raw::GilRole::kHolding);
+  CHECK(samples[0].ts == 300);
+  CHECK(samples[0].since == 300);
+  CHECK(samples[0].stack == wait_stack);
+  CHECK(sampler.counters().reused == 1);
+  // The thread lets go and takes the GIL back with nobody in between (no switch): it ran Python since its
+  // wait was read, so this hold is read.
+  sampler.role_changed(0, raw::GilRole::kReleased, 500);
+  sampler.role_changed(0, raw::GilRole::kHolding, 600);
+  sampler.after_poll(700, 0, 6);
+  CHECK(sampler.has_work(700));
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  samples = only<raw::StackSample>(drain(q));
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].since == 600);
+  CHECK(samples[0].ts != 600);  // read, not reused
+  // A wait read at switch 6, then a hold two switches on (it held and let go unseen): read too.
+  wait_read_at(6, 800);
+  sampler.role_changed(0, raw::GilRole::kHolding, 900);
+  s.hold(ts, 8);
+  sampler.after_poll(1000, 0, 8);
+  CHECK(sampler.has_work(1000));
+  CHECK(sampler.counters().reused == 1);
 }
 
 TEST_CASE("stack sampler: thread names from threading._active, renames, no threading") {
