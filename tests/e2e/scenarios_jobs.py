@@ -47,7 +47,9 @@ def scenario_record_all(gilspy, python):
     late = []
     try:
         d = tempfile.mkdtemp(prefix="gilspy-rec-")
-        p = subprocess.Popen([gilspy, "record", "-d", "5", "-o", d, "--no-status", "-q"],
+        # 6 s: the six late workloads start one after another; on a loaded 2-core machine the last one's
+        # threads came 4.8 s in (CI), and each process's CPU threads must share the GIL for 0.5 s.
+        p = subprocess.Popen([gilspy, "record", "-d", "6", "-o", d, "--no-status", "-q"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
         late = [Workload(([python] + others)[i % (len(others) + 1)], "cpu_threads.py", 30, 2) for i in range(6)]
