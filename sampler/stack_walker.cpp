@@ -97,7 +97,6 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
   const auto& f = layout_.frame;
   if (after.size() > kMaxAlso) return WalkResult::kInvalid;
   out->first_frame = frame;
-  frame_addrs_first_ = frame;
   // 1. The chain of frames: each frame's code object and instruction.
   size_t n = 0;
   if (f.read_size > kMaxFrameRead) return WalkResult::kInvalid;
@@ -138,7 +137,7 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
     const WalkResult codes = resolve_codes(n);
     if (codes != WalkResult::kOk) return codes;
     bool codes_same = false;
-    const WalkResult check = check_chain(tstate, n, after, &codes_same);
+    const WalkResult check = check_chain(tstate, out->first_frame, n, after, &codes_same);
     if (check != WalkResult::kOk) return check;
     if (codes_same) break;
     if (attempt == 1) return WalkResult::kTorn;
@@ -176,8 +175,8 @@ WalkResult StackWalker::resolve_codes(size_t n) {
   return depth_ == 0 ? WalkResult::kEmpty : WalkResult::kOk;
 }
 
-WalkResult StackWalker::check_chain(uint64_t tstate, size_t n, std::span<const ReadRegion> after,
-                                    bool* codes_same) {
+WalkResult StackWalker::check_chain(uint64_t tstate, uint64_t first_frame, size_t n,
+                                    std::span<const ReadRegion> after, bool* codes_same) {
   // 3. The chain again, in one read (its windows, and the frames read alone), with the thread's frame
   // pointer, the caller's `after` and the cached code objects: a thread that ran on under the walk can unwind
   // and call again, and come back to the same innermost frame (frames are reused, newest first), so the
@@ -204,7 +203,7 @@ WalkResult StackWalker::check_chain(uint64_t tstate, size_t n, std::span<const R
   const size_t got = objects_.read({regions_.data(), regions});
   *codes_same = codes_.revalidated(got > before_codes ? got - before_codes : 0);
   if (got != regions) return WalkResult::kTorn;
-  if (frame_again_ != frame_addrs_first_ || (through_cframe && cframe_again_ != cframe_)) {
+  if (frame_again_ != first_frame || (through_cframe && cframe_again_ != cframe_)) {
     return WalkResult::kTorn;
   }
   for (size_t i = 0; i < n; ++i) {

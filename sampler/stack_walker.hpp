@@ -91,8 +91,9 @@ class StackWalker {
   // The kept frames' code objects into keys_ (depth_).
   WalkResult resolve_codes(size_t n);
   // The walk's last read and what it must find; *codes_same false when a cached code object changed.
-  WalkResult check_chain(uint64_t tstate, size_t n, std::span<const ReadRegion> after, bool* codes_same);
-  uint64_t frame_addrs_first_ = 0;  // the innermost frame the walk began at
+  // `first_frame`: the innermost frame the walk began at.
+  WalkResult check_chain(uint64_t tstate, uint64_t first_frame, size_t n, std::span<const ReadRegion> after,
+                         bool* codes_same);
   std::array<Window, kMaxWindows> windows_{};
   size_t window_count_ = 0;
   ZeroedArray<uint8_t> window_bytes_;   // kMaxWindows * kWindowBytes
