@@ -26,8 +26,9 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
          "server, threads releasing the GIL all the time) it polls less often around hand-offs instead, "
          "down to one poll every 2 ms (below that 5 ms hand-offs are no longer timed to 1 pp, and gilspy "
          "takes more than the budget), or every 4 ms while the polls see under 8 % of the hand-offs "
-         "(microsecond ones, as a server's). Stack reads have 2 % of their own. 0: no limit")
-      ->default_val(4.0)
+         "(microsecond ones, as a server's). Stack reads count in it: they may take up to 2 % (half the "
+         "budget at most) and what they leave goes to the polls. 0: no limit (stack reads keep 2 %)")
+      ->default_val(5.0)
       ->check(number_between(0, 100))
       ->type_name("PERCENT");
   cmd.add_flag("--busy", a.busy,

@@ -19,7 +19,7 @@ struct TargetArgs {
   std::string pid_text;
   std::vector<std::string> command;
   double rate_hz = 10000;
-  double cpu_budget_pct = 4;  // adaptive polling: gilspy's CPU budget, % of one core (0: none)
+  double cpu_budget_pct = 5;  // adaptive: gilspy's CPU budget, stack reads included, % of a core (0: none)
   bool busy = false;
   bool no_realtime = false;
   bool anywhere = false;

@@ -12,8 +12,12 @@ int64_t process_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-CpuBudget::CpuBudget(double share, int64_t dense_ns, int64_t max_floor_ns)
-    : share_(share), dense_ns_(dense_ns), max_floor_ns_(std::max(dense_ns, max_floor_ns)), floor_(dense_ns) {}
+CpuBudget::CpuBudget(double share, int64_t dense_ns, int64_t max_floor_ns, double reserved)
+    : share_(share),
+      reserved_(std::clamp(reserved, 0.0, std::max(0.0, share))),
+      dense_ns_(dense_ns),
+      max_floor_ns_(std::max(dense_ns, max_floor_ns)),
+      floor_(dense_ns) {}
 
 int64_t CpuBudget::update(int64_t now) {
   if (share_ <= 0) return floor_;
@@ -23,7 +27,7 @@ int64_t CpuBudget::update(int64_t now) {
     excluded_ns_ = 0;
   } else if (now - window_start_ >= kWindowNs) {
     const int64_t cpu = process_cpu_ns();
-    observe(now - window_start_, std::max<int64_t>(0, cpu - cpu_start_ - excluded_ns_));
+    observe(now - window_start_, std::max<int64_t>(0, cpu - cpu_start_), excluded_ns_);
     window_start_ = now;
     cpu_start_ = cpu;
     excluded_ns_ = 0;
@@ -31,16 +35,22 @@ int64_t CpuBudget::update(int64_t now) {
   return floor_;
 }
 
-void CpuBudget::observe(int64_t wall_ns, int64_t cpu_ns) {
+void CpuBudget::observe(int64_t wall_ns, int64_t cpu_ns, int64_t reserved_ns) {
   if (share_ <= 0 || wall_ns <= 0) return;
-  const double used = static_cast<double>(cpu_ns) / static_cast<double>(wall_ns);
-  saturated_ = used > share_ && floor_ >= max_floor_ns_;
-  if (used > share_) {
+  const double wall = static_cast<double>(wall_ns);
+  // The reserved work is timed on the wall clock, so it may read a little more than the CPU it took.
+  const int64_t reserved_cpu = std::clamp<int64_t>(reserved_ns, 0, cpu_ns);
+  const double reserved_used = std::min(static_cast<double>(reserved_cpu) / wall, reserved_);
+  const double used = static_cast<double>(cpu_ns - reserved_cpu) / wall;
+  const double allowed =
+      std::max(share_ - reserved_used, 1e-3 * share_);  // the polls' part: what stacks left
+  saturated_ = used > allowed && floor_ >= max_floor_ns_;
+  if (used > allowed) {
     // Far over budget (at the start, or when a target turns busy) the floor doubles at once; a little over,
     // it rises by a quarter.
-    const double factor = std::clamp(used / share_, 1.25, 2.0);
+    const double factor = std::clamp(used / allowed, 1.25, 2.0);
     floor_ = std::min(max_floor_ns_, static_cast<int64_t>(static_cast<double>(floor_) * factor) + 1);
-  } else if (used < 0.8 * share_) {
+  } else if (used < 0.8 * allowed) {
     floor_ = std::max(dense_ns_, floor_ - floor_ / 5);
   }
 }

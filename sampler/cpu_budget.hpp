@@ -1,6 +1,9 @@
 #pragma once
-// Keeps gilspy's CPU use (all its threads: polling, and writing what the polls found) within a budget (a
-// share of one core) by raising the shortest step the adaptive schedule may take. Each wake-up costs the
+// Keeps gilspy's CPU use (all its threads: polling, reading stacks, writing what the polls found) within a
+// budget (a share of one core) by raising the shortest step the adaptive schedule may take. Stack reads have
+// a share of their own inside it (`reserved`, a token bucket in the poll loop): what they leave unused goes
+// to the polls, what they use comes out of the polls' part, down to `share - reserved`. So the total stays
+// within the budget, and a target whose stacks are cheap (few holds) gets more polls. Each wake-up costs the
 // machine ~15-20 us here whatever gilspy reads (timer, context switch; more in a VM), so a target that keeps
 // the schedule dense (threads that release the GIL all the time, a server starting a thread per request)
 // would otherwise cost gilspy a fifth of a core and the target what that core was doing. Measured on the
@@ -13,8 +16,8 @@ namespace gilspy::sampler {
 
 class CpuBudget {
  public:
-  // share <= 0: no budget (floor stays at dense_ns).
-  CpuBudget(double share, int64_t dense_ns, int64_t max_floor_ns = 2'000'000);
+  // share <= 0: no budget (floor stays at dense_ns). reserved: the part of share that stack reads may take.
+  CpuBudget(double share, int64_t dense_ns, int64_t max_floor_ns = 2'000'000, double reserved = 0);
   // Called by the poll thread after each tick. Returns the shortest step allowed from now on.
   int64_t update(int64_t now);
   int64_t floor() const { return floor_; }
@@ -27,16 +30,18 @@ class CpuBudget {
   // Over budget with the floor already at its highest: the polls exempt from the floor (around forced
   // switches) must give way too.
   bool saturated() const { return saturated_; }
-  // Fed by update() from the thread's CPU clock; public for tests.
-  void observe(int64_t wall_ns, int64_t cpu_ns);
-  // CPU time spent on work with a budget of its own (stack reads between polls): not counted against this
-  // one, so reading stacks does not slow the polls.
+  // Fed by update() from the process's CPU clock; public for tests. `reserved_ns`: of cpu_ns, the part spent
+  // on the reserved work (stack reads).
+  void observe(int64_t wall_ns, int64_t cpu_ns, int64_t reserved_ns = 0);
+  // CPU time spent on the reserved work (stack reads between polls, which have a bucket of their own): the
+  // polls' part of the budget shrinks by as much, never below share - reserved.
   void exclude(int64_t cpu_ns) { excluded_ns_ += cpu_ns; }
 
   static constexpr int64_t kWindowNs = 50'000'000;
 
  private:
   double share_;
+  double reserved_;
   int64_t dense_ns_;
   int64_t max_floor_ns_;
   int64_t floor_;

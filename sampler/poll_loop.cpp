@@ -149,8 +149,8 @@ void PollLoop::stack_work(int64_t deadline, Pacing& p) {
   const int64_t now = monotonic_ns();
   if (p.stack_refilled_ns == 0) p.stack_refilled_ns = now;
   p.stack_tokens_ns = std::min<int64_t>(
-      kBurstNs, p.stack_tokens_ns + static_cast<int64_t>(static_cast<double>(now - p.stack_refilled_ns) *
-                                                         options_.stacks.cpu_share));
+      kBurstNs, p.stack_tokens_ns +
+                    static_cast<int64_t>(static_cast<double>(now - p.stack_refilled_ns) * p.stack_share));
   p.stack_refilled_ns = now;
   if (p.stack_tokens_ns <= 0) return;
   const int64_t until =
@@ -185,12 +185,18 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
     counters_.scheduling = PollerScheduling::kNice;
   }
   const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
+  // The budget is gilspy's whole CPU: stack reads get their share of it (at most half), the polls the rest.
+  const double budget = options_.adaptive ? options_.cpu_budget : 0.0;
+  const double stack_share = !options_.stacks.enabled ? 0.0
+                             : budget > 0             ? std::min(options_.stacks.cpu_share, budget / 2)
+                                                      : options_.stacks.cpu_share;
   Pacing pacing{
       .schedule = PollSchedule(
           {.dense_ns = period, .adaptive = options_.adaptive, .sparse_max_ns = options_.sparse_max_ns}),
       .placement = PollerPlacement(options_.placement),
-      .budget = CpuBudget(options_.adaptive ? options_.cpu_budget : 0.0, period),
+      .budget = CpuBudget(budget, period, 2'000'000, stack_share),
       .holder_cpus = std::vector<int>(options_.max_targets, -1),  // before the loop: the loop never allocates
+      .stack_share = stack_share,
   };
   const int64_t start = monotonic_ns();
   const int64_t end =

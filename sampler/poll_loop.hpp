@@ -25,7 +25,7 @@ struct PollLoopOptions {
   double rate_hz = 10000;  // adaptive: the rate while something may change; fixed: the rate
   bool adaptive = true;    // poll densely only around changes (poll_schedule.hpp); false: a fixed rate
   int64_t sparse_max_ns = 2'000'000;  // adaptive: the longest step while the GIL's state is steady
-  double cpu_budget = 0.04;  // adaptive: gilspy's CPU, as a share of one core (cpu_budget.hpp); 0: none
+  double cpu_budget = 0.05;  // adaptive: gilspy's CPU, stack reads included, a share of one core; 0: none
   bool placement = true;     // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
   double duration_s = 0;     // 0: until stopped or every target is gone
   bool busy = false;         // spin instead of sleeping: highest rates, one core
@@ -100,6 +100,7 @@ class PollLoop {
     CpuBudget budget;
     std::vector<int> holder_cpus;  // one per target slot
     int64_t next_placement_check = 0;
+    double stack_share = 0;       // of a core: stack reads' part (inside the CPU budget when there is one)
     int64_t stack_tokens_ns = 0;  // time stack reads may still take (a bucket, refilled as time passes)
     int64_t stack_refilled_ns = 0;
     // Hand-offs seen and counted, all targets, at the start of the coverage window (coverage_step()).
@@ -118,7 +119,8 @@ class PollLoop {
   // After a tick at `now`: moves the poll thread off the holders' CPUs if due, and returns the next step.
   int64_t next_step(int64_t now, Pacing& p);
   // Between a tick and the next deadline: the targets' stack and name reads, within their own budget
-  // (options.stacks.cpu_share of a core) and never past the deadline; their CPU is left out of p.budget's.
+  // (options.stacks.cpu_share of a core, at most half the CPU budget) and never past the deadline; p.budget
+  // counts their CPU against its total, the polls getting what they leave.
   void stack_work(int64_t deadline, Pacing& p);
 
   PollLoopOptions options_;

@@ -148,6 +148,30 @@ TEST_CASE("cpu budget: the floor rises while the poll thread is over budget and 
   CHECK(none.floor() == kDense);
 }
 
+TEST_CASE("cpu budget: stack reads' share counts in the total; what they leave goes to the polls") {
+  constexpr int64_t w = CpuBudget::kWindowNs;
+  // 4 % in all, 2 % of it for stacks. Polls at 3.5 % with no stack reads: within the total.
+  CpuBudget idle_stacks(0.04, kDense, 2 * kMs, 0.02);
+  idle_stacks.observe(w, w * 35 / 1000, 0);
+  CHECK(idle_stacks.floor() == kDense);
+  // The same polls while stacks take 1.5 %: 5 % in all, over: the polls' floor rises.
+  CpuBudget busy_stacks(0.04, kDense, 2 * kMs, 0.02);
+  busy_stacks.observe(w, w * 50 / 1000, w * 15 / 1000);
+  CHECK(busy_stacks.floor() > kDense);
+  // Stacks past their share (a burst from the bucket): the polls keep share - reserved, 2 %.
+  CpuBudget burst(0.04, kDense, 2 * kMs, 0.02);
+  burst.observe(w, w * 49 / 1000, w * 30 / 1000);  // polls 1.9 %
+  CHECK(burst.floor() == kDense);
+  burst.observe(w, w * 52 / 1000, w * 30 / 1000);  // polls 2.2 %
+  CHECK(burst.floor() > kDense);
+  // A reserve larger than the budget is cut to it; the polls still get a (tiny) part, no division by 0.
+  CpuBudget all_reserved(0.02, kDense, 2 * kMs, 0.05);
+  all_reserved.observe(w, w * 2 / 100, w * 2 / 100);
+  CHECK(all_reserved.floor() == kDense);
+  all_reserved.observe(w, w * 3 / 100, w * 2 / 100);
+  CHECK(all_reserved.floor() > kDense);
+}
+
 TEST_CASE("schedule: the budget's floor stretches the dense period and every step") {
   PollSchedule s(options());
   s.set_floor(3 * kDense);
