@@ -205,7 +205,16 @@ def scenario_merge_profiler(gilspy, python):
         if e.get("ph") == "X":
             start = base + round(e["ts"] * 1000)
             windows[e["tid"]][e["name"]].append((start, start + round(e["dur"] * 1000)))
-    slack = 3_000_000  # the poll period around hand-offs and the two clocks' reading: a few ms at the edges
+    # A hold's edge lies between the two polls around it: off by at most half their gap, a poll period plus
+    # the lateness of the later one. 3 ms covers that and the two clocks' readings on a quiet machine; on a
+    # loaded one (a CI VM losing its CPU for ms) the recording says how late its polls came, and that bound
+    # holds instead (as the sorter's check in run_e2e.py does).
+    period = 1e9 / raw.meta["rate_hz"]
+    slack = round(max(3e6, raw.summary["max_lateness_ns"] + 2 * period))
+    # And a true hold inside a sleep slice: the thread read the clock for the slice's start, then lost its CPU
+    # before time.sleep() released the GIL. The counters see that (holds whose holder waited >= 1 ms for a CPU
+    # while holding); only that much may lie inside the sleeps, beyond the edges.
+    preempted = {t["tid"]: t["preempted_hold_ns"] for t in raw.summary.get("counters", {}).get("threads", [])}
 
     def inside(t0, t1, spans):
         return sum(max(0, min(t1, b) - max(t0, a)) for a, b in spans)
@@ -224,7 +233,14 @@ def scenario_merge_profiler(gilspy, python):
         in_sleep = sum(inside(a, b, grown(windows[tid]["io_wait"], -slack)) for a, b in holds)
         check(in_steps >= 0.97 * total, f"thread {tid}: {in_steps / 1e6:.0f} of {total / 1e6:.0f} ms of its holds "
                                         f"inside its step slices")
-        check(in_sleep == 0, f"thread {tid}: {in_sleep / 1e6:.1f} ms of holds while its trace says it slept")
+        if in_sleep > preempted.get(tid, 0):
+            worst = max(holds, key=lambda h: inside(h[0], h[1], grown(windows[tid]["io_wait"], -slack)))
+            raise Failure(f"thread {tid}: {in_sleep / 1e6:.1f} ms of holds while its trace says it slept (edges "
+                          f"given {slack / 1e6:.1f} ms; the recording's polls came up to "
+                          f"{raw.summary['max_lateness_ns'] / 1e6:.1f} ms late, {raw.summary['missed_polls']} "
+                          f"missed; its holder lost its CPU in holds for {preempted.get(tid, 0) / 1e6:.1f} ms); "
+                          f"the worst hold [{worst[0] - base}, {worst[1] - base}] ns after the trace's base, "
+                          f"its sleeps {[(a - base, b - base) for a, b in windows[tid]['io_wait']]}")
     main_holds = [(base + round(e["ts"] * 1000), base + round((e["ts"] + e["dur"]) * 1000)) for e in gil
                   if e["ph"] == "X" and e["name"] == "hold_gil" and e["tid"] == 1_000_000_000 + pid]
     (w0, w1), = windows[pid]["main_wait"]
