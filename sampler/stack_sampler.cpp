@@ -295,6 +295,12 @@ bool StackSampler::find_active_dict() {
 
 void StackSampler::names_step(int64_t deadline) {
   const int64_t now = monotonic_ns();
+  if (name_phase_ == NamePhase::kIdle && now < rename_check_due_ns_ && !young_unnamed(now)) {
+    // Due for threads that have ended since (a server's request threads live a few ms): nothing to read
+    // until the next rename check. Reading threading._active and every key of it costs ~20 reads.
+    names_due_ns_ = rename_check_due_ns_;
+    return;
+  }
   if (name_phase_ == NamePhase::kIdle) {
     if (active_dict_ == 0 || now - active_found_ns_ > kActiveDictRefindNs) {
       active_dict_ = 0;
@@ -353,12 +359,16 @@ void StackSampler::names_step(int64_t deadline) {
     emit(raw::ThreadName{.tid = s.tid, .ts = monotonic_ns(), .name = {}, .text_id = id, .os_name = {}});
   }
   name_phase_ = NamePhase::kIdle;
-  bool young_unnamed = false;
+  rename_check_due_ns_ = now + kRenameCheckNs;
+  names_due_ns_ = young_unnamed(now) ? now + kUnnamedRetryNs : rename_check_due_ns_;
+}
+
+bool StackSampler::young_unnamed(int64_t now) const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    young_unnamed = young_unnamed || (s.active && s.name_obj == 0 && now - s.added_ns < kYoungThreadNs);
+    if (s.active && s.name_obj == 0 && now - s.added_ns < kYoungThreadNs) return true;
   }
-  names_due_ns_ = now + (young_unnamed ? kUnnamedRetryNs : kRenameCheckNs);
+  return false;
 }
 
 void StackSampler::emit_stats(int64_t t_now) {

@@ -87,6 +87,7 @@ class StackSampler {
   uint32_t emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
   // Thread names: one step of a refresh (find threading._active, read it, then a few threads' names).
   void names_step(int64_t deadline);
+  bool young_unnamed(int64_t now) const;  // a thread seen in the last 5 s whose name was not read yet
   // The next gap between two reads of one hold: uniform in [1/2, 3/2) of hold_resample_ns.
   int64_t next_resample_gap();
   bool find_active_dict();
@@ -118,9 +119,10 @@ class StackSampler {
   enum class NamePhase : uint8_t { kIdle, kThreads } name_phase_ = NamePhase::kIdle;
   size_t name_cursor_ = 0;
   int64_t names_due_ns_ = 0;
-  bool names_unavailable_ = false;  // threading is not imported (or not readable): asked again rarely
-  int64_t last_names_step_ns_;      // when names_step last ran (at first: when the sampler was made)
-  uint64_t jitter_state_;           // xorshift64 state for next_resample_gap (never 0)
+  int64_t rename_check_due_ns_ = 0;  // every named thread's name read again from then on
+  bool names_unavailable_ = false;   // threading is not imported (or not readable): asked again rarely
+  int64_t last_names_step_ns_;       // when names_step last ran (at first: when the sampler was made)
+  uint64_t jitter_state_;            // xorshift64 state for next_resample_gap (never 0)
 };
 
 }  // namespace gilspy::sampler
