@@ -50,15 +50,15 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
         polls, seconds, mean_rate, o.rate_asked,
         pct(static_cast<double>(loop.dense_polls), static_cast<double>(std::max<uint64_t>(1, polls))),
         loop.budget_limited > 0
-            ? fmt::format(
-                  " (the CPU budget slowed {:.0f} %{})",
-                  pct(static_cast<double>(loop.budget_limited),
-                      static_cast<double>(std::max<uint64_t>(1, polls))),
-                  loop.low_coverage > 0
-                      ? fmt::format(", {:.0f} % up to 4 ms apart: most hand-offs were too short to see",
-                                    pct(static_cast<double>(loop.low_coverage),
-                                        static_cast<double>(std::max<uint64_t>(1, polls))))
-                      : "")
+            ? fmt::format(" (the CPU budget slowed {:.0f} %{})",
+                          pct(static_cast<double>(loop.budget_limited),
+                              static_cast<double>(std::max<uint64_t>(1, polls))),
+                          loop.low_coverage > 0
+                              ? fmt::format(", {:.0f} % at half the budget, up to 16 ms apart: most "
+                                            "hand-offs were too short to see",
+                                            pct(static_cast<double>(loop.low_coverage),
+                                                static_cast<double>(std::max<uint64_t>(1, polls))))
+                              : "")
             : "",
         loop.poller_scheduling);
   } else {

@@ -25,8 +25,10 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
          "Adaptive polling: the most CPU gilspy may use, in % of one core; when a target keeps it busy (a "
          "server, threads releasing the GIL all the time) it polls less often around hand-offs instead, "
          "down to one poll every 2 ms (below that 5 ms hand-offs are no longer timed to 1 pp, and gilspy "
-         "takes more than the budget), or every 4 ms while the polls see under 8 % of the hand-offs "
-         "(microsecond ones, as a server's). Stack reads count in it: they may take up to 2 % (half the "
+         "takes more than the budget); while the polls see under 8 % of the hand-offs (microsecond ones, as "
+         "a "
+         "server's) it keeps to half the budget, down to one poll every 16 ms. Stack reads count in it: they "
+         "may take up to 2 % (half the "
          "budget at most) and what they leave goes to the polls. 0: no limit (stack reads keep 2 %)")
       ->default_val(5.0)
       ->check(number_between(0, 100))

@@ -39,11 +39,11 @@ void CpuBudget::observe(int64_t wall_ns, int64_t cpu_ns, int64_t reserved_ns) {
   if (share_ <= 0 || wall_ns <= 0) return;
   const double wall = static_cast<double>(wall_ns);
   // The reserved work is timed on the wall clock, so it may read a little more than the CPU it took.
+  const double share = share_ * scale_;
   const int64_t reserved_cpu = std::clamp<int64_t>(reserved_ns, 0, cpu_ns);
-  const double reserved_used = std::min(static_cast<double>(reserved_cpu) / wall, reserved_);
+  const double reserved_used = std::min(static_cast<double>(reserved_cpu) / wall, reserved_ * scale_);
   const double used = static_cast<double>(cpu_ns - reserved_cpu) / wall;
-  const double allowed =
-      std::max(share_ - reserved_used, 1e-3 * share_);  // the polls' part: what stacks left
+  const double allowed = std::max(share - reserved_used, 1e-3 * share);  // the polls' part: what stacks left
   saturated_ = used > allowed && floor_ >= max_floor_ns_;
   if (used > allowed) {
     // Far over budget (at the start, or when a target turns busy) the floor doubles at once; a little over,

@@ -27,6 +27,10 @@ class CpuBudget {
     floor_ = std::min(floor_, max_floor_ns_);
   }
   int64_t max_floor() const { return max_floor_ns_; }
+  // The part of the budget in force, 0-1 (the poll loop halves it while its polls see few hand-offs): share
+  // and reserved both scale.
+  void set_scale(double scale) { scale_ = std::clamp(scale, 0.01, 1.0); }
+  double scale() const { return scale_; }
   // Over budget with the floor already at its highest: the polls exempt from the floor (around forced
   // switches) must give way too.
   bool saturated() const { return saturated_; }
@@ -42,6 +46,7 @@ class CpuBudget {
  private:
   double share_;
   double reserved_;
+  double scale_ = 1.0;
   int64_t dense_ns_;
   int64_t max_floor_ns_;
   int64_t floor_;

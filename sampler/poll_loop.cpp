@@ -119,7 +119,11 @@ void PollLoop::coverage_step(int64_t now, Pacing& p) {
       250'000'000;                        // a decision soon after attaching, on ~1000 hand-offs of a server
   constexpr uint64_t kMinHandoffs = 200;  // a window with fewer says nothing (and polls cost little then)
   constexpr double kLow = 0.08, kRecovered = 0.16;  // apart, so that a workload does not flip every second
-  constexpr int64_t kLowCoverageMaxFloorNs = 4'000'000;
+  // Meanwhile half the budget, and polls up to 16 ms apart to keep to it: a server's polls cost 150-300 us
+  // each (the threads that came and went since the last one are walked, their counters read and closed),
+  // and on a machine its clients keep busy every % of a core gilspy takes is a % of the requests.
+  constexpr int64_t kLowCoverageMaxFloorNs = 16'000'000;
+  constexpr double kLowCoverageBudgetScale = 0.5;
   // Only the budget's floor moves: with no budget (a fixed rate, --cpu-budget 0) there is nothing to
   // decide, and nothing to count in the summary.
   if (!options_.adaptive || options_.cpu_budget <= 0) return;
@@ -134,10 +138,15 @@ void PollLoop::coverage_step(int64_t now, Pacing& p) {
         static_cast<double>(seen - p.seen_then) / static_cast<double>(total - p.total_then);
     if (coverage < kLow) p.low_coverage = true;
     if (coverage > kRecovered) p.low_coverage = false;
+  } else if (p.coverage_since >= 0) {
+    // Few hand-offs (a server gone quiet, then CPU-bound work: 5 ms switches): not a flood of unseen
+    // ones, and polls that find them cost little; back to the usual schedule.
+    p.low_coverage = false;
   }
   if (p.coverage_since < 0) p.normal_max_floor = p.budget.max_floor();
   p.budget.set_max_floor(p.low_coverage ? std::max(p.normal_max_floor, kLowCoverageMaxFloorNs)
                                         : p.normal_max_floor);
+  p.budget.set_scale(p.low_coverage ? kLowCoverageBudgetScale : 1.0);
   p.coverage_since = now;
   p.seen_then = seen;
   p.total_then = total;
@@ -149,8 +158,8 @@ void PollLoop::stack_work(int64_t deadline, Pacing& p) {
   const int64_t now = monotonic_ns();
   if (p.stack_refilled_ns == 0) p.stack_refilled_ns = now;
   p.stack_tokens_ns = std::min<int64_t>(
-      kBurstNs, p.stack_tokens_ns +
-                    static_cast<int64_t>(static_cast<double>(now - p.stack_refilled_ns) * p.stack_share));
+      kBurstNs, p.stack_tokens_ns + static_cast<int64_t>(static_cast<double>(now - p.stack_refilled_ns) *
+                                                         p.stack_share * p.budget.scale()));
   p.stack_refilled_ns = now;
   if (p.stack_tokens_ns <= 0) return;
   const int64_t until =

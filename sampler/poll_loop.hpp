@@ -62,7 +62,7 @@ struct LoopCounters {
   std::atomic<uint64_t> dense_polls{0};      // ticks on the dense period (all of them at a fixed rate)
   std::atomic<uint64_t> placement_moves{0};  // times the poll thread changed CPUs to avoid a holder
   std::atomic<uint64_t> budget_limited{0};   // ticks taken while the CPU budget held the peak rate down
-  std::atomic<uint64_t> low_coverage{0};     // ticks taken while the budget's floor could reach 4 ms (below)
+  std::atomic<uint64_t> low_coverage{0};     // ticks taken under half the budget, floor up to 16 ms (below)
 };
 
 int64_t monotonic_ns();
@@ -110,9 +110,10 @@ class PollLoop {
     bool low_coverage = false;
   };
   // Every 250 ms: while the polls see few of the hand-offs that happen (a server's request threads take
-  // and drop the GIL within microseconds: 6 % of them seen at 500 Hz), the budget may space them out to
-  // kLowCoverageMaxFloorNs; more polls would cost the target CPU and still see few. Back to the usual
-  // floor when they see more again.
+  // and drop the GIL within microseconds: 6 % of them seen at 500 Hz), gilspy keeps to half its CPU budget
+  // and the budget may space the polls out to kLowCoverageMaxFloorNs; more polls would cost the target CPU
+  // and still see few. Back to the usual budget and floor when they see more again, or when a window has
+  // too few hand-offs to say.
   void coverage_step(int64_t now, Pacing& p);
   void take_commands();  // poll thread: moves queued commands into effect
   void emit_stats(int64_t now);

@@ -172,6 +172,29 @@ TEST_CASE("cpu budget: stack reads' share counts in the total; what they leave g
   CHECK(all_reserved.floor() > kDense);
 }
 
+TEST_CASE("cpu budget: a scale shrinks the total and the stacks' part alike") {
+  constexpr int64_t w = CpuBudget::kWindowNs;
+  // 5 % in all, 2 % for stacks; polls at 2 % and stacks at 1 % are within it...
+  CpuBudget full(0.05, kDense, 16 * kMs, 0.02);
+  full.observe(w, w * 30 / 1000, w * 10 / 1000);
+  CHECK(full.floor() == kDense);
+  // ...but not within half of it (2.5 %: stacks keep 1 %, the polls 1.5 %).
+  CpuBudget half(0.05, kDense, 16 * kMs, 0.02);
+  half.set_scale(0.5);
+  half.observe(w, w * 30 / 1000, w * 10 / 1000);
+  CHECK(half.floor() > kDense);
+  // Polls at 1 % under half the budget: well under, the floor falls back.
+  for (int i = 0; i < 50; ++i) half.observe(w, w * 20 / 1000, w * 10 / 1000);
+  CHECK(half.floor() == kDense);
+  // Stacks past their halved share do not take the polls' part below share - reserved (1.5 %).
+  CpuBudget burst(0.05, kDense, 16 * kMs, 0.02);
+  burst.set_scale(0.5);
+  burst.observe(w, w * 44 / 1000, w * 30 / 1000);  // polls 1.4 %
+  CHECK(burst.floor() == kDense);
+  burst.observe(w, w * 47 / 1000, w * 30 / 1000);  // polls 1.7 %
+  CHECK(burst.floor() > kDense);
+}
+
 TEST_CASE("schedule: the budget's floor stretches the dense period and every step") {
   PollSchedule s(options());
   s.set_floor(3 * kDense);

@@ -394,45 +394,77 @@ TEST_CASE("poll loop: stops at the duration, closes intervals, and emits final c
 namespace {
 // Moves the GIL on at each poll's read of it: `per_poll` hand-offs, the holder changing each time (all seen
 // when per_poll is 1) or never (none seen: they all came and went between two polls).
+// After `quiet_after_ns` (from the first read) the GIL stops changing hands.
 struct HandingOffReader final : MemoryReader {
   FakeTarget& t;
   uint64_t per_poll;
   bool holder_changes;
+  int64_t quiet_after_ns;
   uint64_t switches = 1;
   size_t polls = 0;
-  HandingOffReader(FakeTarget& target, uint64_t n, bool changes)
-      : t(target), per_poll(n), holder_changes(changes) {}
+  int64_t first_ns = -1;
+  const LoopCounters* loop = nullptr;
+  uint64_t low_when_quiet = 0;  // the loop's low-coverage ticks when the hand-offs stopped
+  size_t polls_when_quiet = 0;
+  HandingOffReader(FakeTarget& target, uint64_t n, bool changes, int64_t quiet_after)
+      : t(target), per_poll(n), holder_changes(changes), quiet_after_ns(quiet_after) {}
   size_t read(std::span<const ReadRegion> regions) override {
     if (!regions.empty() && regions[0].remote == kGil) {
-      switches += per_poll;
-      ++polls;
-      t.gil(1, FakeTarget::tstate(holder_changes ? polls % 2 : 0), switches, 1);
+      const int64_t now = monotonic_ns();
+      if (first_ns < 0) first_ns = now;
+      if (now - first_ns < quiet_after_ns) {
+        switches += per_poll;
+        ++polls;
+        t.gil(1, FakeTarget::tstate(holder_changes ? polls % 2 : 0), switches, 1);
+      } else if (polls_when_quiet == 0) {
+        polls_when_quiet = polls;
+        low_when_quiet = loop->low_coverage.load();
+      }
     }
     return t.mem.read(regions);
   }
 };
 
-uint64_t low_coverage_polls(uint64_t per_poll, bool holder_changes) {
+struct LowCoverage {
+  uint64_t ticks = 0;        // ticks under low coverage, all of the run
+  uint64_t ticks_quiet = 0;  // of them, after the hand-offs stopped
+  uint64_t polls_quiet = 0;  // polls after the hand-offs stopped
+};
+
+LowCoverage low_coverage_polls(uint64_t per_poll, bool holder_changes, double seconds = 0.7,
+                               int64_t quiet_after_ns = INT64_MAX) {
   FakeTarget t;
   t.tids = {100, 101};
   t.set_threads({0, 1});
-  HandingOffReader reader(t, per_poll, holder_changes);
+  HandingOffReader reader(t, per_poll, holder_changes, quiet_after_ns);
   ScriptedTasks tasks;
   RecordQueue q(1 << 16);
   ProcessSampler s(t.interp, reader, tasks, q, 0);
-  PollLoop loop({.rate_hz = 10000, .duration_s = 0.7, .realtime = false, .nice = 0}, q);
+  PollLoop loop({.rate_hz = 10000, .duration_s = seconds, .realtime = false, .nice = 0}, q);
+  reader.loop = &loop.counters();
   std::atomic<bool> stop{false};
   ProcessSampler* samplers[] = {&s};
   loop.run(samplers, stop);
-  return loop.counters().low_coverage.load();
+  const uint64_t ticks = loop.counters().low_coverage.load();
+  const uint64_t polls = loop.counters().polls.load();
+  if (reader.polls_when_quiet == 0) return {.ticks = ticks};
+  return {.ticks = ticks,
+          .ticks_quiet = ticks - reader.low_when_quiet,
+          .polls_quiet = polls - reader.polls_when_quiet};
 }
 }  // namespace
 
-TEST_CASE("poll loop: the budget may space polls out to 4 ms only while they see few of the hand-offs") {
+TEST_CASE("poll loop: half the budget and polls up to 16 ms apart only while they see few of the hand-offs") {
   // 20 hand-offs between every two polls, none seen: a window of 250 ms is enough to know.
-  CHECK(low_coverage_polls(20, false) > 0);
+  CHECK(low_coverage_polls(20, false).ticks > 0);
   // One a poll, each seen: polls see everything, and stay as the budget says.
-  CHECK(low_coverage_polls(1, true) == 0);
+  CHECK(low_coverage_polls(1, true).ticks == 0);
+  // The flood stops (a server gone quiet): the first window without enough hand-offs to say ends it, so
+  // most of the quiet second is polled as usual (kept low, every one of its ticks would count).
+  const LowCoverage stopped = low_coverage_polls(20, false, 1.6, 400'000'000);
+  REQUIRE(stopped.ticks > stopped.ticks_quiet);  // it was low before
+  REQUIRE(stopped.polls_quiet > 0);
+  CHECK(stopped.ticks_quiet < stopped.polls_quiet * 6 / 10);
 }
 
 TEST_CASE("record queue: a full queue counts what it drops") {
