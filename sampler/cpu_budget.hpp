@@ -7,8 +7,8 @@
 // machine ~15-20 us here whatever gilspy reads (timer, context switch; more in a VM), so a target that keeps
 // the schedule dense (threads that release the GIL all the time, a server starting a thread per request)
 // would otherwise cost gilspy a fifth of a core and the target what that core was doing. Measured on the
-// process's CPU clock over 50 ms windows; the floor rises by a quarter to double per window when over budget,
-// and falls by a fifth when well under it.
+// process's CPU clock over 50 ms windows; the floor rises by a quarter to double per window when over 95 % of
+// the budget, and falls by a fifth when under 75 % of it.
 #include <algorithm>
 #include <cstdint>
 

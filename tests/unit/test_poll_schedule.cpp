@@ -160,7 +160,7 @@ TEST_CASE("cpu budget: stack reads' share counts in the total; what they leave g
   CHECK(busy_stacks.floor() > kDense);
   // Stacks past their share (a burst from the bucket): the polls keep share - reserved, 2 %.
   CpuBudget burst(0.04, kDense, 2 * kMs, 0.02);
-  burst.observe(w, w * 49 / 1000, w * 30 / 1000);  // polls 1.9 %
+  burst.observe(w, w * 48 / 1000, w * 30 / 1000);  // polls 1.8 %
   CHECK(burst.floor() == kDense);
   burst.observe(w, w * 52 / 1000, w * 30 / 1000);  // polls 2.2 %
   CHECK(burst.floor() > kDense);
