@@ -118,9 +118,15 @@ def check_main(raw, rep, tol):
     check(len(in_gaps) <= 1 and len(brackets) >= 2,
           f"{len(brackets)} long collections timed, {len(in_gaps)} in poll gaps: {in_gaps}")
     # The rate asked for is the one used around collection starts: the lower median of the brackets (with two
-    # timed, the narrower; one poll that came late, beyond the p99, widens one bracket, seen: 464 us).
+    # timed, the narrower; one poll that came late, beyond the p99, widens one bracket, seen: 464 us). Where the
+    # machine made the polls late (CI once, 3.11-3.15 in a row: p99 lateness 1-2 ms, 1 300-3 500 missed polls)
+    # the bracket is wider by that much, the recording says so, and the bound takes it: a slower schedule
+    # than asked would still show (at 1 kHz, brackets of 1-2 ms against ~0.5 ms on a quiet machine).
     brackets.sort()
-    check(brackets[(len(brackets) - 1) // 2] <= 2 * PERIOD_NS, f"polls around collection starts were {brackets} ns apart")
+    p99 = raw.summary["p99_lateness_ns"]
+    check(brackets[(len(brackets) - 1) // 2] <= 2 * PERIOD_NS + p99,
+          f"polls around collection starts were {brackets} ns apart (bound {2 * PERIOD_NS + p99:.0f}: two periods "
+          f"and the recording's p99 lateness {p99})")
 
     # The contended full collection: the spinner waited through it, on the timeline too.
     full = max((c for c in in_window if c["gen"] == 2), key=lambda c: min(c["end"], c1) - max(c["start"], c0))
