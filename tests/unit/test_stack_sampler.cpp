@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -554,4 +556,33 @@ TEST_CASE("stack sampler: thread names from threading._active, renames, no threa
   CHECK(names[0].name == "A");
   CHECK(names[1].name == "b\xc3\xa9");
   CHECK(fresh.counters().name_reads == 2);
+}
+
+TEST_CASE("stack sampler: a names step for threads that have ended since reads nothing") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t ts_a = py.tstate(0), ts_b = py.tstate(0), ts_c = py.tstate(0);
+  const uint64_t a = py.instance({{"_name", py.str("A")}});
+  const uint64_t active = py.dict({{py.integer(0x7fa0), a}}, false);
+  const uint64_t threading = py.module(py.dict({{py.str("_active"), active}, {py.str("Thread"), 5}}));
+  py.put<uint64_t>(s.interp_addr + py.l.interp_modules,
+                   py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
+  ChangingReader reader(py.mem);
+  sampler::RecordQueue q(1024);
+  sampler::StackSampler sampler(s.interp, reader, q, 0, {}, 16);
+  sampler.thread_added(0, ts_a, 0x7fa0, 100, sampler::monotonic_ns());
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  REQUIRE(only<raw::ThreadName>(drain(q)).size() == 1);
+  // A request thread that came and went before its names step (due 10 ms after it appeared).
+  sampler.thread_added(1, ts_b, 0x7fb0, 101, sampler::monotonic_ns());
+  sampler.thread_removed(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(12));
+  reader.reads = 0;
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(reader.reads == 0);
+  // One still there (not in _active yet): the step reads threading._active for it.
+  sampler.thread_added(2, ts_c, 0x7fc0, 102, sampler::monotonic_ns());
+  std::this_thread::sleep_for(std::chrono::milliseconds(12));
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(reader.reads > 0);
 }
