@@ -162,7 +162,10 @@ std::optional<std::vector<uint8_t>> ElfImage::read_vaddr(uint64_t vaddr, size_t 
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(impl_->elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
-    if (vaddr < ph.p_vaddr || vaddr + len > ph.p_vaddr + ph.p_filesz) continue;
+    // By differences: a symbol's address from the target's binary must not wrap `vaddr + len` past zero.
+    if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz || len > ph.p_filesz - (vaddr - ph.p_vaddr)) {
+      continue;
+    }
     std::vector<uint8_t> bytes(len);
     const off_t off = static_cast<off_t>(ph.p_offset + (vaddr - ph.p_vaddr));
     if (::pread(impl_->fd, bytes.data(), len, off) != static_cast<ssize_t>(len)) return std::nullopt;

@@ -41,7 +41,9 @@ StackWalker::StackWalker(RemoteObjects& objects, CodeCache& codes, size_t max_de
 const uint8_t* StackWalker::frame_bytes(uint64_t frame, size_t read_size, int* window) {
   for (size_t w = 0; w < window_count_; ++w) {
     const Window& win = windows_[w];
-    if (frame >= win.base && frame + read_size <= win.base + win.len) {
+    // By differences: a link near the top of the address space (a torn or hostile read) must not wrap
+    // `frame + read_size` past zero into the window and index far outside it (a crash seen under CI).
+    if (frame >= win.base && frame - win.base <= win.len && read_size <= win.len - (frame - win.base)) {
       *window = static_cast<int>(w);
       return window_bytes_.data() + w * kWindowBytes + (frame - win.base);
     }

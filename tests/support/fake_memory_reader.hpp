@@ -45,7 +45,8 @@ class FakeMemoryReader final : public MemoryReader {
     auto it = segments_.upper_bound(addr);
     if (it == segments_.begin()) return nullptr;
     --it;
-    if (addr + len > it->first + it->second.size()) return nullptr;
+    // By differences, as the kernel checks: `addr + len` may wrap past zero.
+    if (addr - it->first > it->second.size() || len > it->second.size() - (addr - it->first)) return nullptr;
     return it->second.data() + (addr - it->first);
   }
   uint8_t* locate(uint64_t addr, size_t len) {

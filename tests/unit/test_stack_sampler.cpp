@@ -171,6 +171,10 @@ TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the t
     py.put<uint64_t>(f_inner + py.l.frame.code, inner);
     py.put<uint64_t>(f_inner + py.l.frame.previous, 0x10);
     CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+    // A link at the top of the address space: `frame + size` wraps past zero. Not inside the window read
+    // for the frame before it (reading from there would index exabytes past it): torn.
+    py.put<uint64_t>(f_inner + py.l.frame.previous, ~uint64_t{7});
+    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
     // 100 frames deep with a limit of 8: the innermost 8, marked.
     uint64_t prev = 0;
     for (int i = 0; i < 100; ++i) prev = py.frame(inner, py.instr(inner, 1), prev);
