@@ -353,18 +353,19 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters
   //    can only shrink when the holder changes, and only by the new holder when every hand-off was seen:
   //    then only the previous holder (asked below as a "holding" thread) needs the kernel. After unseen
-  //    hand-offs any waiter may have taken and dropped the GIL: every waiter is asked. A released thread
-  //    needs asking only when the cond's waiter count says someone we do not know of sleeps there (pass 2
-  //    below), so a target with many idle threads does not cost a read of each at every hand-off. A full
-  //    scan every full_scan_period_ns is the safety net (a thread blocked on the GIL's mutex is not in that
-  //    count; a waiter can leave take_gil only by taking the GIL, which a hand-off shows).
+  //    hand-offs any waiter may have taken and dropped the GIL, but one that did and did not wait again has
+  //    left the GIL's condition wait: the waiters are asked only when the cond's count has room for that
+  //    (pass 1b). A released thread needs asking only when that count says someone we do not know of sleeps
+  //    there (pass 2), so a target with many idle threads does not cost a read of each at every hand-off. A
+  //    full scan every full_scan_period_ns is the safety net (a thread blocked on the GIL's mutex is not in
+  //    that count; one waiter leaving while another thread begins to wait leaves the count as it was).
   size_t known_waiting = 0;
   for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
   const bool holder_changed = g.holder() != prev_.holder() || delta > 0;
   const bool full_scan = t_now - last_full_scan_ns_ >= options_.full_scan_period_ns;
   if (full_scan) last_full_scan_ns_ = t_now;
-  const bool ask_waiters =
-      full_scan || (holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0));
+  const bool waiters_in_doubt =
+      !full_scan && holder_changed && unseen_handoffs && (g.waiters > 0 || known_waiting > 0);
 
   // 5. Ask first, then decide: whether a waiter that reads "running" can still be inside the GIL's condition
   //    wait depends on the others. glibc counts a woken waiter in __wrefs until it has run, so the cond's
@@ -373,6 +374,14 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   size_t asked = 0;
   int64_t accounted = 0;        // waiters the cond's count is known or assumed to include
   int64_t running_waiters = 0;  // asked waiters that read "running": perhaps still counted there
+  size_t unasked_waiters = 0;   // waiters assumed in the cond, not asked
+  const auto ask = [&](uint16_t i) {
+    counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
+    const TaskState state = tasks_.read(i);
+    asked_[asked++] = {i, state};  // capacity kMaxThreads: no allocation
+    accounted += state == TaskState::kGilCond ? 1 : 0;
+    running_waiters += state == TaskState::kRunning && tracks_[i].role == GilRole::kWaiting ? 1 : 0;
+  };
   for (const uint16_t i : active_) {
     Track& t = tracks_[i];
     if (static_cast<int>(i) == holder) {
@@ -384,19 +393,24 @@ bool ProcessSampler::poll_once(int64_t t_now) {
       set_role(t, GilRole::kHolding, t_mid);
       continue;
     }
-    const bool ask = (full_scan && t.role == GilRole::kReleased) ||
-                     (ask_waiters && t.role == GilRole::kWaiting) || t.maybe_left_ns >= 0 ||
-                     (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0));
-    if (ask) {
-      counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
-      const TaskState state = tasks_.read(i);
-      asked_[asked++] = {i, state};  // capacity kMaxThreads: no allocation
-      accounted += state == TaskState::kGilCond ? 1 : 0;
-      running_waiters += state == TaskState::kRunning && t.role == GilRole::kWaiting ? 1 : 0;
+    if (full_scan || t.maybe_left_ns >= 0 ||
+        (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0))) {
+      ask(i);
     } else if (t.role == GilRole::kHolding) {
       set_role(t, GilRole::kReleased, t_mid);
     } else if (t.role == GilRole::kWaiting) {
       ++accounted;
+      ++unasked_waiters;
+    }
+  }
+  // Pass 1b: the cond holds fewer threads than the waiters we assume there (and those the kernel showed
+  // there): one of them left, unseen. Which one only the kernel says.
+  if (waiters_in_doubt && unasked_waiters > 0 && static_cast<int64_t>(g.waiters) < accounted) {
+    for (const uint16_t i : active_) {
+      const Track& t = tracks_[i];
+      if (static_cast<int>(i) == holder || t.role != GilRole::kWaiting || t.maybe_left_ns >= 0) continue;
+      --accounted;  // no longer assumed: asked
+      ask(i);
     }
   }
   // Pass 2: more in the cond than the known waiters explain: a released thread began waiting.

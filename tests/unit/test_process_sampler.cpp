@@ -697,8 +697,8 @@ TEST_CASE("sampler: a new thread caught between writing its two ids is not its c
 }
 
 TEST_CASE(
-    "sampler: after unseen hand-offs the waiters are asked; an idle thread only when the cond has room for "
-    "it") {
+    "sampler: after unseen hand-offs the waiters are asked only when the cond's count has room for one that "
+    "left; an idle thread only when it has room for a new one") {
   FakeTarget t;
   t.tids = {100, 101, 102, 103};
   t.set_threads({0, 1, 2, 3});
@@ -711,20 +711,28 @@ TEST_CASE(
   t.gil(1, FakeTarget::tstate(0), 1, 2);
   s.poll(1000);  // the first poll asks about everyone
   CHECK(tasks.reads == 3);
-  // Two hand-offs went by unseen (the holder dropped and took the GIL back): either waiter may have left, so
-  // both are asked; the cond's count (2) is what they make up, so the idle thread is not.
+  // Two hand-offs went by unseen (the holder dropped and took the GIL back), and the cond still holds two: a
+  // waiter that took the GIL in between waits again. Nobody is asked.
   t.gil(1, FakeTarget::tstate(0), 3, 2);
   s.poll(2000);
-  CHECK(tasks.reads == 5);
-  // One more in the cond than the known waiters: the idle thread is asked, and waits.
-  tasks.state[103] = TaskState::kGilCond;
-  t.gil(1, FakeTarget::tstate(0), 3, 3);
+  CHECK(tasks.reads == 3);
+  // Two more unseen, and the cond holds one: a waiter left. Both are asked; 102 is in a write() of its own.
+  tasks.state[102] = TaskState::kOtherSyscall;
+  t.gil(1, FakeTarget::tstate(0), 5, 1);
   s.poll(3000);
-  CHECK(tasks.reads == 6);
-  s.finish(4000);
-  bool idle_waited = false;
-  for (const auto& w : intervals<raw::Wait>(drain(q)))
-    idle_waited = idle_waited || (w.tid == 103 && w.start == 2500);
+  CHECK(tasks.reads == 5);
+  // One more in the cond than the known waiters: the released threads are asked, and 103 waits.
+  tasks.state[103] = TaskState::kGilCond;
+  t.gil(1, FakeTarget::tstate(0), 5, 2);
+  s.poll(4000);
+  CHECK(tasks.reads == 7);
+  s.finish(5000);
+  bool left = false, idle_waited = false;
+  for (const auto& w : intervals<raw::Wait>(drain(q))) {
+    left = left || (w.tid == 102 && w.end == 2500);
+    idle_waited = idle_waited || (w.tid == 103 && w.start == 3500);
+  }
+  CHECK(left);
   CHECK(idle_waited);
 }
 
