@@ -185,7 +185,10 @@ def timed_tracer(wl, args, pid, cpu_of):
 
 
 def phase_gilspy(wl, args, extra):
-    gs = benchlib.Gilspy(args.gilspy, wl.pid, None, extra=extra, prefix=args.prefix.split())
+    binary = args.gilspy
+    if extra[:1] and extra[0].startswith("@"):  # another build, side by side with --gilspy's in one run
+        binary, extra = benchlib.snapshot_gilspy(extra[0][1:]), extra[1:]
+    gs = benchlib.Gilspy(binary, wl.pid, None, extra=extra, prefix=args.prefix.split())
     w = timed_tracer(wl, args, gs.proc.pid, gs.cpu_ns)
     gs.stop()
     wait_progress(wl, w["t_b"])
@@ -555,7 +558,8 @@ def main():
     ap.add_argument("--modes", default="",
                     help="'label=ARGS,...': ARGS are gilspy record options (empty: gilspy's defaults), or "
                          "'poller OPTIONS' (tools/poller.c: -m 0-3 -r HZ -s normal|fifo -c free|N|other), or "
-                         "'uprobes'")
+                         "'uprobes'; gilspy ARGS starting with @PATH run the gilspy at PATH (two builds compared "
+                         "in one run: 'old=@/tmp/gilspy-old,new=')")
     ap.add_argument("--no-uprobes", action="store_true")
     ap.add_argument("--no-sustain", action="store_true")
     ap.add_argument("--sustain-only", action="store_true")
