@@ -189,7 +189,9 @@ layouts::LineLookup CodeCache::line(const CodeInfo& c, int64_t instr) const {
   if (layout_.frame.kind == layouts::FrameLayout::Kind::kFrameObject) {
     addr = instr < 0 ? -1 : instr * layout_.frame.lasti_bytes_per_unit;
   } else {
-    addr = instr - static_cast<int64_t>(c.instr_start);
+    // In unsigned arithmetic: a torn read's instruction pointer may lie anywhere, and a signed difference
+    // could overflow (undefined); a wrapped one lands outside the code and is refused below.
+    addr = static_cast<int64_t>(static_cast<uint64_t>(instr) - c.instr_start);
     if (addr % 2 != 0) return {};
   }
   // An instruction outside the code is not this code's: the frame ran on while it was read.
