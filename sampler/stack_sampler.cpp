@@ -228,15 +228,18 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
       }
       return;
   }
-  // The walk checked that the thread's frame pointer did not move; whether the GIL changed hands:
+  // The walk checked that the thread's frame pointer did not move; whether the GIL changed hands. A waiter
+  // that is the GIL's last holder at either read took it since the poll that saw it wait (or just let it
+  // go): it ran Python meanwhile, and its stack is not where it waited (CI: a sleeper's "wait" read at the
+  // loop line after its sleep).
   if (holding ? (after.locked != 1 || after.last_holder != s.tstate ||
                  after.switch_number != before.switch_number)
-              : (after.last_holder == s.tstate && after.switch_number != before.switch_number)) {
+              : (before.last_holder == s.tstate || after.last_holder == s.tstate)) {
     ++counters_.torn;  // it let go (or took the GIL): the interval is over, no second read
     return;
   }
   const uint32_t stack = emit_sample(s, role, monotonic_ns(), w);
-  if (!holding && stack != 0 && after.last_holder != s.tstate) {
+  if (!holding && stack != 0) {
     s.idle_stack = stack;
     s.idle_switch = after.switch_number;
   }

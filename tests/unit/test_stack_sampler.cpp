@@ -473,6 +473,18 @@ TEST_CASE("stack sampler: a waiter's stack; the GIL changing hands under a holde
   s.hold(ts, 2);
   sampler.work(sampler::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::StackSample>(drain(q)).empty());
+  // A wait whose thread took the GIL between the poll that saw it wait and the read (no switch under the
+  // read): it runs Python now, away from where it waited: nothing read.
+  sampler.role_changed(0, raw::GilRole::kWaiting, 300);
+  s.hold(ts, 3);
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(only<raw::StackSample>(drain(q)).empty());
+  // The same wait with another thread holding: read.
+  sampler.role_changed(0, raw::GilRole::kReleased, 400);
+  sampler.role_changed(0, raw::GilRole::kWaiting, 500);
+  s.hold(holder_ts, 4);
+  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  CHECK(only<raw::StackSample>(drain(q)).size() == 1);
 }
 
 TEST_CASE(
