@@ -711,30 +711,26 @@ TEST_CASE(
   t.gil(1, FakeTarget::tstate(0), 1, 2);
   s.poll(1000);  // the first poll asks about everyone
   CHECK(tasks.reads == 3);
+  // A poll with the holder unchanged: its switch count and the cond's count; what has been read by then.
+  const auto poll_at = [&](int64_t when, uint64_t switches, uint32_t in_cond) {
+    t.gil(1, FakeTarget::tstate(0), switches, in_cond);
+    s.poll(when);
+    return tasks.reads;
+  };
   // Two hand-offs went by unseen (the holder dropped and took the GIL back), and the cond still holds two: a
   // waiter that took the GIL in between waits again. Nobody is asked.
-  t.gil(1, FakeTarget::tstate(0), 3, 2);
-  s.poll(2000);
-  CHECK(tasks.reads == 3);
+  CHECK(poll_at(2000, 3, 2) == 3);
   // Two more unseen, and the cond holds one: a waiter left. Both are asked; 102 is in a write() of its own.
   tasks.state[102] = TaskState::kOtherSyscall;
-  t.gil(1, FakeTarget::tstate(0), 5, 1);
-  s.poll(3000);
-  CHECK(tasks.reads == 5);
+  CHECK(poll_at(3000, 5, 1) == 5);
   // One more in the cond than the known waiters: the released threads are asked, and 103 waits.
   tasks.state[103] = TaskState::kGilCond;
-  t.gil(1, FakeTarget::tstate(0), 5, 2);
-  s.poll(4000);
-  CHECK(tasks.reads == 7);
+  CHECK(poll_at(4000, 5, 2) == 7);
   // Two more unseen: 103 took the GIL and let go. glibc still counts it in the cond (a woken waiter is counted
   // until it has run): no room, nobody asked. A poll later, with no hand-off, the count falls: asked then.
   tasks.state[103] = TaskState::kOtherSyscall;
-  t.gil(1, FakeTarget::tstate(0), 7, 2);
-  s.poll(5000);
-  CHECK(tasks.reads == 7);
-  t.gil(1, FakeTarget::tstate(0), 7, 1);
-  s.poll(6000);
-  CHECK(tasks.reads == 9);
+  CHECK(poll_at(5000, 7, 2) == 7);
+  CHECK(poll_at(6000, 7, 1) == 9);
   s.finish(7000);
   bool left = false, idle_waited = false;
   for (const auto& w : intervals<raw::Wait>(drain(q))) {
