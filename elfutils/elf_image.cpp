@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/address_range.hpp"
 #include "base/error.hpp"
 
 namespace gilspy::elf {
@@ -162,10 +163,7 @@ std::optional<std::vector<uint8_t>> ElfImage::read_vaddr(uint64_t vaddr, size_t 
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(impl_->elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
-    // By differences: a symbol's address from the target's binary must not wrap `vaddr + len` past zero.
-    if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz || len > ph.p_filesz - (vaddr - ph.p_vaddr)) {
-      continue;
-    }
+    if (!range_within(ph.p_vaddr, ph.p_filesz, vaddr, len)) continue;
     std::vector<uint8_t> bytes(len);
     const off_t off = static_cast<off_t>(ph.p_offset + (vaddr - ph.p_vaddr));
     if (::pread(impl_->fd, bytes.data(), len, off) != static_cast<ssize_t>(len)) return std::nullopt;

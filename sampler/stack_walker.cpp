@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/address_range.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace gilspy::sampler {
@@ -41,9 +42,9 @@ StackWalker::StackWalker(RemoteObjects& objects, CodeCache& codes, size_t max_de
 const uint8_t* StackWalker::frame_bytes(uint64_t frame, size_t read_size, int* window) {
   for (size_t w = 0; w < window_count_; ++w) {
     const Window& win = windows_[w];
-    // By differences: a link near the top of the address space (a torn or hostile read) must not wrap
-    // `frame + read_size` past zero into the window and index far outside it (a crash seen under CI).
-    if (frame >= win.base && frame - win.base <= win.len && read_size <= win.len - (frame - win.base)) {
+    // A link near the top of the address space (a torn read) once wrapped `frame + read_size` past zero
+    // here, passed, and indexed far outside the window (record crashed under CI).
+    if (range_within(win.base, win.len, frame, read_size)) {
       *window = static_cast<int>(w);
       return window_bytes_.data() + w * kWindowBytes + (frame - win.base);
     }

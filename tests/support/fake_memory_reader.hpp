@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "base/address_range.hpp"
 #include "base/error.hpp"
 #include "sampler/memory_reader.hpp"
 
@@ -45,8 +46,7 @@ class FakeMemoryReader final : public MemoryReader {
     auto it = segments_.upper_bound(addr);
     if (it == segments_.begin()) return nullptr;
     --it;
-    // By differences, as the kernel checks: `addr + len` may wrap past zero.
-    if (addr - it->first > it->second.size() || len > it->second.size() - (addr - it->first)) return nullptr;
+    if (!range_within(it->first, it->second.size(), addr, len)) return nullptr;  // as the kernel refuses it
     return it->second.data() + (addr - it->first);
   }
   uint8_t* locate(uint64_t addr, size_t len) {
