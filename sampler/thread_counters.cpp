@@ -104,6 +104,7 @@ void ThreadCounters::role_changed(size_t slot, GilRole role, int64_t at) {
   } else {
     s.segments[s.segment_count++] = {role, at, true};
   }
+  s.read_in_role = false;
   if (contends(role) != s.contending) {
     s.contending = contends(role);
     if (s.contending) {
@@ -133,15 +134,20 @@ void ThreadCounters::after_poll(int64_t t_now) {
     if (s.active) read_now(slot, t_now);
   }
   changed_.resize(kept);  // never grows: no allocation
-  // The holder and the waiters, so that the stretch before their next change is short and its rate known.
+  // The holder and the waiters, so that the stretch before their next change is short and its rate known
+  // (the holder's in particular: it runs).
   const size_t n = contending_.size();
   size_t done = 0;
   for (size_t k = 0;
        k < n && k < 4 * options_.in_role_reads_per_poll && done < options_.in_role_reads_per_poll; ++k) {
     contending_cursor_ = (contending_cursor_ + 1) % n;
     const uint16_t slot = contending_[contending_cursor_];
-    if (t_now - slots_[slot].last_read_ns >= options_.in_role_gap_ns) {
+    Slot& s = slots_[slot];
+    const bool waiting = s.segments[s.segment_count - 1].role == raw::GilRole::kWaiting;
+    const int64_t gap = waiting && s.read_in_role ? options_.in_role_wait_gap_ns : options_.in_role_gap_ns;
+    if (t_now - s.last_read_ns >= gap) {
       read_now(slot, t_now, false);
+      s.read_in_role = true;
       ++done;
     }
   }

@@ -26,7 +26,8 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 // The split tests poll every 2 ms and read the holder and the waiters at each poll.
-constexpr ThreadCountersOptions kEvery2ms{.change_read_gap_ns = 0, .in_role_gap_ns = 2 * kMs};
+constexpr ThreadCountersOptions kEvery2ms{
+    .change_read_gap_ns = 0, .in_role_gap_ns = 2 * kMs, .in_role_wait_gap_ns = 2 * kMs};
 
 // Cumulative figures per slot that the test sets between polls.
 class ScriptedCounters final : public CounterSource {
@@ -298,17 +299,26 @@ TEST_CASE(
   CHECK(v[1].run_delay_ns == 1'700'000);
 }
 
-TEST_CASE("counters: what is read when: changes at once, contenders every 4 ms, the rest every 100 ms") {
+TEST_CASE(
+    "counters: what is read when: changes at once, the holder every 4 ms, waiters every 50 ms, the rest "
+    "every 100 ms") {
   ScriptedCounters src;
   RecordQueue q(1 << 14);
   ThreadCounters tc(src, q, 0, 8);
   tc.thread_added(0, 100, GilRole::kHolding, 0);
   tc.thread_added(1, 101, GilRole::kReleased, 0);
-  src.reads = 0;
+  tc.thread_added(2, 102, GilRole::kWaiting, 0);
+  tc.thread_added(3, 103, GilRole::kWaiting, 0);
+  src.reads_of.clear();
   for (int64_t t = 1; t <= 1000; ++t) tc.after_poll(t * kMs / 10 * 10);  // a poll every ms for 1 s
-  // The holder about every 4 ms; the released thread about every 100 ms.
-  CHECK(src.reads >= 240);
-  CHECK(src.reads <= 270);
+  CHECK(src.reads_of[0] >= 240);
+  CHECK(src.reads_of[0] <= 260);
+  for (const size_t waiter : {2, 3}) {  // at 4 ms (its rate while it waits), then every 50 ms
+    CHECK(src.reads_of[waiter] >= 18);
+    CHECK(src.reads_of[waiter] <= 22);
+  }
+  CHECK(src.reads_of[1] >= 9);
+  CHECK(src.reads_of[1] <= 11);
   // A change is read at the end of the poll that saw it, unless the thread was read less than 1 ms before.
   src.reads_of.clear();
   tc.role_changed(1, GilRole::kWaiting, 1000 * kMs);
@@ -322,6 +332,13 @@ TEST_CASE("counters: what is read when: changes at once, contenders every 4 ms, 
   std::vector<raw::ThreadSwitches> sw;
   samples(q, &sw);
   CHECK(sw.size() >= 2);  // each thread's first status read at once (a token each), then about every second
+  // A new wait is read 4 ms in, then 50 ms apart again.
+  src.reads_of.clear();
+  tc.role_changed(2, GilRole::kHolding, 1010 * kMs);
+  tc.after_poll(1010 * kMs);
+  tc.role_changed(2, GilRole::kWaiting, 1020 * kMs);
+  for (int64_t t = 1020; t <= 1100; ++t) tc.after_poll(t * kMs);
+  CHECK(src.reads_of[2] == 4);  // the hold, the wait, 4 ms into it, 50 ms after that
 }
 
 TEST_CASE("sched stats: schedstat and status parse; garbage does not") {
