@@ -67,6 +67,18 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
                    seconds, mean_rate, loop.poll_mode.empty() ? "unknown" : loop.poll_mode, o.rate_asked,
                    loop.poller_scheduling);
   }
+  // What gilspy itself took, against --cpu-budget: a budget the polls cannot keep to at their slowest (many
+  // threads on a slow machine) is said, with what else costs.
+  if (loop.gilspy_cpu_share > 0) {
+    const bool over = loop.cpu_budget > 0 && loop.gilspy_cpu_share > 1.1 * loop.cpu_budget;
+    fmt::format_to(std::back_inserter(out), "  gilspy's CPU: {:.1f} % of a core while recording{}\n",
+                   100 * loop.gilspy_cpu_share,
+                   loop.cpu_budget <= 0 ? ""
+                   : over ? fmt::format(" (--cpu-budget {:.3g} %: over it; polls at their slowest and stack "
+                                        "reads cost more on this target; --no-stacks saves up to 2 %)",
+                                        100 * loop.cpu_budget)
+                          : fmt::format(" (--cpu-budget {:.3g} %)", 100 * loop.cpu_budget));
+  }
   // Late polls are the poll loop's: its wake-ups (ticks) are their denominator, not this target's polls (a
   // target that exits or joins late has fewer).
   const uint64_t ticks = loop.ticks > 0 ? loop.ticks : polls;

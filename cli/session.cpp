@@ -525,6 +525,10 @@ SessionOutcome Session::run() {
     fig.placement_moves = lc.placement_moves.load();
     fig.budget_limited = lc.budget_limited.load();
     fig.low_coverage = lc.low_coverage.load();
+    const int64_t loop_ns = lc.last_ns.load() - lc.start_ns.load();
+    fig.gilspy_cpu_share =
+        loop_ns > 0 ? static_cast<double>(lc.cpu_ns.load()) / static_cast<double>(loop_ns) : 0;
+    fig.cpu_budget = m.options.loop.adaptive && !m.options.loop.busy ? m.options.loop.cpu_budget : 0;
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.task_reads = t->sampler->counters().task_reads.load();

@@ -140,6 +140,8 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                         {"task_reads", loop.task_reads},
                         {"counter_reads", loop.counter_reads},
                         {"switch_reads", loop.switch_reads},
+                        {"gilspy_cpu_share", loop.gilspy_cpu_share},
+                        {"cpu_budget", loop.cpu_budget},
                         {"threads_truncated", loop.threads_truncated},
                         {"handoffs_seen", stats_.handoffs_seen},
                         {"handoffs_total", stats_.handoffs_total},

@@ -211,6 +211,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
   const int64_t end =
       options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
   counters_.start_ns = start;
+  const int64_t cpu_start = process_cpu_ns();
   int64_t deadline = start;
   const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
   int64_t next_stats = start + stats_period;
@@ -270,6 +271,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
   for (const Target& t : targets_) t.sampler->finish(t_end);
   emit_stats(t_end);
   counters_.last_ns = t_end;
+  counters_.cpu_ns = process_cpu_ns() - cpu_start;
   return reason;
 }
 

@@ -63,6 +63,8 @@ struct LoopCounters {
   std::atomic<uint64_t> placement_moves{0};  // times the poll thread changed CPUs to avoid a holder
   std::atomic<uint64_t> budget_limited{0};   // ticks taken while the CPU budget held the peak rate down
   std::atomic<uint64_t> low_coverage{0};     // ticks taken under half the budget, floor up to 16 ms (below)
+  // gilspy's CPU (all its threads) from the first tick to the end of run(): what --cpu-budget limits.
+  std::atomic<int64_t> cpu_ns{0};
 };
 
 int64_t monotonic_ns();

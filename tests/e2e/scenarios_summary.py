@@ -61,6 +61,12 @@ def scenario_summary_many_threads(gilspy, python):
         check(re.search(r"late polls: \d+ of \d+ wake-ups \(\d+\.\d %\), late = more than a fifth of a step "
                         r"after the deadline\n    lateness p99 ", out.stdout), f"no late-poll line:\n{out.stdout}")
         check(raw.summary["late_polls"] <= raw.summary["poll_loop_wakeups"], "more late polls than wake-ups")
+        # What gilspy took itself, against its budget: the line and the raw summary say the same.
+        cpu = re.search(r"gilspy's CPU: (\d+\.\d) % of a core while recording \(--cpu-budget 5 %", out.stdout)
+        share = raw.summary.get("gilspy_cpu_share", 0)
+        check(cpu and 0 < share < 1 and abs(float(cpu.group(1)) - 100 * share) < 0.051,
+              f"gilspy's CPU: line {cpu and cpu.group(0)!r}, raw {share}")
+        check(raw.summary.get("cpu_budget") == 0.05, f"cpu_budget {raw.summary.get('cpu_budget')}")
         check(0 <= raw.summary["p99_lateness_ns"] <= raw.summary["max_lateness_ns"] * 1.125 + 1,
               f"p99 {raw.summary['p99_lateness_ns']} above max {raw.summary['max_lateness_ns']}")
 

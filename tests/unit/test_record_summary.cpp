@@ -270,3 +270,17 @@ TEST_CASE("record summary: a stopped process, missing events and a thread cap ar
   CHECK(contains(text, fmt::format("more threads than gilspy follows ({})",
                                    gilspy::sampler::ThreadWalker::kMaxThreads)));
 }
+
+TEST_CASE("record summary: gilspy's own CPU, against --cpu-budget; over it is said, with what to do") {
+  Recorded r = recording(2);
+  CHECK_FALSE(contains(summary_text(r), "gilspy's CPU"));  // a recovered file: no loop figures
+  r.loop.gilspy_cpu_share = 0.012;
+  CHECK(contains(summary_text(r), "gilspy's CPU: 1.2 % of a core while recording\n"));  // a fixed rate
+  r.loop.cpu_budget = 0.05;
+  r.loop.gilspy_cpu_share = 0.0531;  // within a tenth of the budget: its steering, not a miss
+  CHECK(contains(summary_text(r), "gilspy's CPU: 5.3 % of a core while recording (--cpu-budget 5 %)\n"));
+  r.loop.gilspy_cpu_share = 0.061;
+  const std::string over = summary_text(r);
+  CHECK(contains(over, "gilspy's CPU: 6.1 % of a core while recording (--cpu-budget 5 %: over it;"));
+  CHECK(contains(over, "--no-stacks"));
+}
