@@ -54,10 +54,13 @@ size_t RemoteMemoryReader::read(std::span<const ReadRegion> regions) {
       done += n;
       continue;
     }
-    // Partial transfers never split a region: count the regions that came in full.
+    // Partial transfers never split a region: count the regions that came in full. (This loop once indexed
+    // from the advancing count, skipping every other region: a stack read whose last region failed returned
+    // "2 of 4" and was dropped as torn.)
     size_t bytes = static_cast<size_t>(got);
-    for (size_t i = 0; i < n && bytes >= regions[done + i].len; ++i) {
-      bytes -= regions[done + i].len;
+    const size_t batch = done;
+    for (size_t i = 0; i < n && bytes >= regions[batch + i].len; ++i) {
+      bytes -= regions[batch + i].len;
       ++done;
     }
     return done;
