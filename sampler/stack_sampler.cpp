@@ -191,7 +191,14 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
   // The GIL and the thread's frame pointer in one read; the same again with the walk's last read.
   const auto gil_before = gil_regions(&before);
   uint64_t first_frame = 0;
-  const bool read = walker_.current_frame(s.tstate, &first_frame, gil_before);
+  // Where its frame was last time, unless that guess missed at the last read: a thread whose frame moves
+  // between reads (calls of every shape) pays for a wrong guess's page at most every other read.
+  const FrameGuess guess = s.guess_missed ? FrameGuess{} : s.guess;
+  const bool read = walker_.current_frame(s.tstate, &first_frame, gil_before, guess);
+  if (read) {
+    s.guess_missed = guess.frame != 0 && first_frame != guess.frame;
+    s.guess = walker_.found(first_frame);
+  }
   if (read && holding && (before.locked != 1 || before.last_holder != s.tstate)) {
     ++counters_.skipped;  // it let go in the meantime
     return;

@@ -64,6 +64,8 @@ class StackSampler {
     int64_t last_attempt_ns = -1;  // ...and when its last read began
     uint8_t retries = 0;           // torn reads of it read again
     bool waiter_queued = false;
+    FrameGuess guess{};  // where its innermost frame was at its last read (stack_walker.hpp)
+    bool guess_missed = false;
     // The stack of the current wait, read while the thread did not hold the GIL, and the GIL's switch count
     // then: a thread without the GIL runs no Python, so when the wait ends in a hold and the count has moved
     // by one, to this thread, the hold began where that stack left it (after_poll() gives the hold that

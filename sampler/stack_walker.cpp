@@ -65,21 +65,46 @@ const uint8_t* StackWalker::frame_bytes(uint64_t frame, size_t read_size, int* w
   return objects_.read_one(frame, alone_, read_size) ? alone_ : nullptr;
 }
 
-bool StackWalker::current_frame(uint64_t tstate, uint64_t* frame, std::span<const ReadRegion> also) {
+bool StackWalker::current_frame(uint64_t tstate, uint64_t* frame, std::span<const ReadRegion> also,
+                                FrameGuess guess) {
   const auto& f = layout_.frame;
   *frame = 0;
   cframe_ = 0;
+  preloaded_frame_ = 0;
   if (also.size() > kMaxAlso) return false;
   uint64_t p = 0;
-  ReadRegion r[1 + kMaxAlso];
-  r[0] = {tstate + f.tstate_frame, &p, 8};
-  std::copy(also.begin(), also.end(), r + 1);
-  if (objects_.read({r, 1 + also.size()}) != 1 + also.size()) return false;
+  ReadRegion r[1 + kMaxAlso + 2];
+  size_t n = 0;
+  r[n++] = {tstate + f.tstate_frame, &p, 8};
+  for (const ReadRegion& a : also) r[n++] = a;
+  const size_t needed = n;
+  // The guesses go last: a guess that cannot be read (the thread's stack moved) costs only itself.
+  uint64_t guessed_current = 0;
+  const bool cframe_guess = f.cframe_current && guess.cframe != 0;
+  if (cframe_guess) r[n++] = {guess.cframe + *f.cframe_current, &guessed_current, 8};
+  Window guessed{};
+  if (guess.frame != 0 && (guess.frame & 7) == 0 && f.read_size <= kMaxFrameRead) {
+    guessed.base = guess.frame & ~uint64_t{kPage - 1};
+    guessed.len = static_cast<size_t>(guess.frame - guessed.base) + f.read_size;
+    r[n++] = {guessed.base, window_bytes_.data(), guessed.len};
+  }
+  const size_t got = objects_.read({r, n});
+  if (got < needed) return false;
   if (f.cframe_current && p != 0) {
     cframe_ = p;
-    if (!objects_.read_one(p + *f.cframe_current, &p, 8)) return false;
+    if (cframe_guess && p == guess.cframe && got > needed) {
+      p = guessed_current;  // read with the thread's _PyCFrame pointer, which still names that _PyCFrame
+    } else if (!objects_.read_one(p + *f.cframe_current, &p, 8)) {
+      return false;
+    }
   }
   *frame = p;
+  // Both read in full (the window last) and the thread's frame is the guessed one: the walk starts from
+  // that window. What it finds is checked by the walk's last read like any window.
+  if (guessed.len != 0 && got == n && p == guess.frame) {
+    windows_[0] = guessed;
+    preloaded_frame_ = p;
+  }
   return true;
 }
 
@@ -103,7 +128,9 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
   // 1. The chain of frames: each frame's code object and instruction.
   size_t n = 0;
   if (f.read_size > kMaxFrameRead) return WalkResult::kInvalid;
-  window_count_ = 0;
+  window_count_ = preloaded_frame_ != 0 && preloaded_frame_ == frame ? 1 : 0;
+  guesses_taken_ += window_count_;
+  preloaded_frame_ = 0;
   for (size_t chain = 0; frame != 0; ++chain) {
     if (chain >= kMaxChain || (frame & 7) != 0) return WalkResult::kTorn;
     if (chain % kFramesBetweenClockChecks == kFramesBetweenClockChecks - 1 && monotonic_ns() >= deadline) {

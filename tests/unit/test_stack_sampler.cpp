@@ -287,6 +287,62 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "stack walker: a guess of where the frame was saves reads; a wrong or unreadable guess walks right") {
+  for (const int minor : {10, 11, 12, 13}) {
+    CAPTURE(minor);
+    FakePython py(table(minor));
+    ChangingReader reader(py.mem);
+    sampler::RemoteObjects o(reader, py.l);
+    sampler::StackTables tables;
+    sampler::CodeCache codes(o, tables);
+    const std::vector<uint8_t> t = minor >= 11   ? location_table(1, {2, 3})
+                                   : minor == 10 ? std::vector<uint8_t>{4, 1}
+                                                 : std::vector<uint8_t>{0, 1};
+    const uint64_t code = py.code("f", "/src/f.py", 1, t, 2);
+    uint64_t frames[3] = {};
+    uint64_t prev = 0;
+    for (auto& f : frames) prev = f = py.frame(code, py.instr(code, 0), prev);
+    const uint64_t ts = py.tstate(frames[2]);
+    const bool one_page = (frames[0] / 4096) == ((frames[2] + py.l.frame.read_size - 1) / 4096);
+    sampler::StackWalker walker(o, codes, 64);
+    const auto read_stack = [&](sampler::FrameGuess guess, uint64_t* first) {
+      sampler::WalkOutput w;
+      REQUIRE(walker.current_frame(ts, first, {}, guess));
+      REQUIRE(walker.walk_from(ts, *first, sampler::monotonic_ns() + 1'000'000'000, &w) ==
+              sampler::WalkResult::kOk);
+      return w.depth;
+    };
+    uint64_t first = 0;
+    REQUIRE(read_stack({}, &first) == 3);  // the code cached from here on
+    reader.reads = 0;
+    REQUIRE(read_stack({}, &first) == 3);
+    const size_t unguessed = reader.reads;
+    CHECK(unguessed == (py.l.frame.cframe_current ? 2u : 1u) + (one_page ? 1 : 2) + 1);
+    // Where the frame was last time: the frame pointer and the window in one read, then the check.
+    const sampler::FrameGuess guess = walker.found(first);
+    const uint64_t taken = walker.guesses_taken();
+    reader.reads = 0;
+    REQUIRE(read_stack(guess, &first) == 3);
+    CHECK(first == frames[2]);
+    CHECK(walker.guesses_taken() == taken + 1);
+    CHECK(reader.reads == (one_page ? 2u : 3u));
+    // The thread returned from its innermost frame: the guessed window is not used; the stack is its caller's
+    // (3.11-3.12: the same _PyCFrame, whose frame pointer came with the first read all the same).
+    py.set_frame(ts, frames[1]);
+    reader.reads = 0;
+    CHECK(read_stack(guess, &first) == 2);
+    CHECK(first == frames[1]);
+    CHECK(walker.guesses_taken() == taken + 1);
+    CHECK(reader.reads == unguessed - (py.l.frame.cframe_current ? 1 : 0));
+    // A guess whose page cannot be read (the thread's stack memory went away): the read goes on without it.
+    py.set_frame(ts, frames[2]);
+    CHECK(read_stack({.frame = 0x10, .cframe = guess.cframe != 0 ? uint64_t{0x18} : 0}, &first) == 3);
+    CHECK(first == frames[2]);
+    CHECK(walker.guesses_taken() == taken + 1);
+  }
+}
+
 namespace {
 
 // A reader that moves a thread's innermost frame after a number of reads, as a running holder would.
