@@ -10,6 +10,7 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -214,28 +215,40 @@ class ChangingReader final : public sampler::MemoryReader {
   sampler::MemoryReader& inner_;
 };
 
+// A thread of `n` frames of one code object, side by side, each caller below its callee (as 3.11+ lays them
+// out in a data stack), read through a ChangingReader with a code cache.
+struct FrameChain {
+  FrameChain(int minor, size_t n) : py(table(minor)), reader(py.mem), o(reader, py.l), codes(o, tables) {
+    const std::vector<uint8_t> t = minor >= 11   ? location_table(1, {2, 3})
+                                   : minor == 10 ? std::vector<uint8_t>{4, 1}
+                                                 : std::vector<uint8_t>{0, 1};
+    code = py.code("f", "/src/f.py", 1, t, 2);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; ++i) frames.push_back(prev = py.frame(code, py.instr(code, 0), prev));
+    ts = py.tstate(frames.back());
+    one_page = (frames.front() / 4096) == ((frames.back() + py.l.frame.read_size - 1) / 4096);
+  }
+  FakePython py;
+  ChangingReader reader;
+  sampler::RemoteObjects o;
+  sampler::StackTables tables;
+  sampler::CodeCache codes;
+  uint64_t code = 0, ts = 0;
+  std::vector<uint64_t> frames;
+  bool one_page = false;
+};
+
 }  // namespace
 
 TEST_CASE(
     "stack walker: frames read by the page, checked in one read; changed links, dead frames, changed code") {
   for (const int minor : {10, 11, 12, 13}) {
     CAPTURE(minor);
-    FakePython py(table(minor));
-    ChangingReader reader(py.mem);
-    sampler::RemoteObjects o(reader, py.l);
-    sampler::StackTables tables;
-    sampler::CodeCache codes(o, tables);
-    const std::vector<uint8_t> t = minor >= 11   ? location_table(1, {2, 3})
-                                   : minor == 10 ? std::vector<uint8_t>{4, 1}
-                                                 : std::vector<uint8_t>{0, 1};
-    const uint64_t code = py.code("f", "/src/f.py", 1, t, 2);
-    // Six frames side by side, each caller below its callee, as 3.11+ lays them out in a data stack.
-    uint64_t frames[6] = {};
-    uint64_t prev = 0;
-    for (auto& f : frames) prev = f = py.frame(code, py.instr(code, 0), prev);
-    const uint64_t ts = py.tstate(frames[5]);
-    const bool one_page = (frames[0] / 4096) == ((frames[5] + py.l.frame.read_size - 1) / 4096);
-    sampler::StackWalker walker(o, codes, 64);
+    FrameChain c(minor, 6);
+    auto [py, reader, codes, frames, ts] = std::tie(c.py, c.reader, c.codes, c.frames, c.ts);
+    const uint64_t code = c.code;
+    const bool one_page = c.one_page;
+    sampler::StackWalker walker(c.o, codes, 64);
     sampler::WalkOutput w;
     REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     // Again with the code cached: the frame pointer (one read, two through a cframe), the window(s), then
@@ -282,8 +295,8 @@ TEST_CASE(
     REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     reader.change = nullptr;
     CHECK(codes.resolved() == resolved + 1);
-    CHECK(tables.string(walker.frames()[0].file) == "/src/g.py");
-    CHECK(tables.string(walker.frames()[5].file) == "/src/g.py");
+    CHECK(c.tables.string(walker.frames()[0].file) == "/src/g.py");
+    CHECK(c.tables.string(walker.frames()[5].file) == "/src/g.py");
   }
 }
 
@@ -291,21 +304,10 @@ TEST_CASE(
     "stack walker: a guess of where the frame was saves reads; a wrong or unreadable guess walks right") {
   for (const int minor : {10, 11, 12, 13}) {
     CAPTURE(minor);
-    FakePython py(table(minor));
-    ChangingReader reader(py.mem);
-    sampler::RemoteObjects o(reader, py.l);
-    sampler::StackTables tables;
-    sampler::CodeCache codes(o, tables);
-    const std::vector<uint8_t> t = minor >= 11   ? location_table(1, {2, 3})
-                                   : minor == 10 ? std::vector<uint8_t>{4, 1}
-                                                 : std::vector<uint8_t>{0, 1};
-    const uint64_t code = py.code("f", "/src/f.py", 1, t, 2);
-    uint64_t frames[3] = {};
-    uint64_t prev = 0;
-    for (auto& f : frames) prev = f = py.frame(code, py.instr(code, 0), prev);
-    const uint64_t ts = py.tstate(frames[2]);
-    const bool one_page = (frames[0] / 4096) == ((frames[2] + py.l.frame.read_size - 1) / 4096);
-    sampler::StackWalker walker(o, codes, 64);
+    FrameChain c(minor, 3);
+    auto [py, reader, frames, ts] = std::tie(c.py, c.reader, c.frames, c.ts);
+    const bool one_page = c.one_page;
+    sampler::StackWalker walker(c.o, c.codes, 64);
     const auto read_stack = [&](sampler::FrameGuess guess, uint64_t* first) {
       sampler::WalkOutput w;
       REQUIRE(walker.current_frame(ts, first, {}, guess));
