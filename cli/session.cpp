@@ -325,6 +325,7 @@ void Session::Impl::drain() {
     drain_batch.clear();
     raw::TargetRecord tr;
     while (drain_batch.size() < kChunk && queue.pop(&tr)) drain_batch.push_back(std::move(tr));
+    queue.prefault_ahead();  // the poll loop's next slots mapped here, not faulted in there
     drain_last_end.clear();
     for (size_t i = 0; i < drain_batch.size(); ++i) {
       if (const auto* end = std::get_if<raw::ThreadEnd>(&drain_batch[i].record)) {

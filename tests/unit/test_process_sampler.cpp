@@ -1,7 +1,10 @@
 // The sampler's reconstruction, driven through fake memory: a made-up interpreter laid out with the 3.11
 // table, GIL states set poll by poll, and scripted kernel task states.
 #include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -477,6 +480,45 @@ TEST_CASE("record queue: a full queue counts what it drops") {
   CHECK(popped == 4);
 }
 
+// Which of [addr, addr + len) is resident, page by page (mincore).
+static size_t resident_pages(const void* addr, size_t len) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((len + page - 1) / page);
+  REQUIRE(mincore(const_cast<void*>(addr), len, v.data()) == 0);
+  return static_cast<size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST_CASE("record queue: the consumer maps the producer's next slots ahead of it, the rest stays unmapped") {
+  constexpr size_t kSlots = 1 << 18;  // the session's ring, ~40 MiB
+  RecordQueue q(kSlots);
+  if (q.mapped_bytes() == 0) {
+    MESSAGE("MADV_POPULATE_WRITE refused here: the ring faults on demand, nothing to check");
+    return;
+  }
+  constexpr size_t kAhead = RecordQueue::kPrefaultAhead;
+  CHECK(q.mapped_bytes() == kAhead);  // at construction: the first slots
+  // Records in place, the queue still works as a queue.
+  raw::TargetRecord e;
+  CHECK(q.push(1, raw::Waiters{.ts = 7, .n = 2}));
+  REQUIRE(q.pop(&e));
+  CHECK(std::get<raw::Waiters>(e.record).ts == 7);
+  // The producer past the first window: the consumer maps the next one.
+  const size_t slots_in_window = kAhead / sizeof(raw::TargetRecord);
+  for (size_t i = 0; i < slots_in_window; ++i) q.push(0, raw::Waiters{.ts = static_cast<int64_t>(i), .n = 1});
+  while (q.pop(&e)) {
+  }
+  q.prefault_ahead();
+  CHECK(q.mapped_bytes() >= (slots_in_window + 1) * sizeof(raw::TargetRecord) + kAhead - (size_t{2} << 20));
+  CHECK(q.mapped_bytes() <= 3 * kAhead);
+  // What it says is mapped is resident; the rest is not yet (the pages are the kernel's to give later).
+  const auto* base = static_cast<const char*>(q.slots_begin());
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  CHECK(resident_pages(base, q.mapped_bytes()) == q.mapped_bytes() / page);
+  const size_t rest = q.slots_bytes() - q.mapped_bytes();
+  REQUIRE(rest > 0);
+  CHECK(resident_pages(base + q.mapped_bytes(), rest) == 0);
+}
+
 TEST_CASE("poll loop: a target added while the loop runs is polled from then on, under its own id") {
   FakeTarget a, b;
   a.tids = {100};
@@ -726,8 +768,9 @@ TEST_CASE(
   // One more in the cond than the known waiters: the released threads are asked, and 103 waits.
   tasks.state[103] = TaskState::kGilCond;
   CHECK(poll_at(4000, 5, 2) == 7);
-  // Two more unseen: 103 took the GIL and let go. glibc still counts it in the cond (a woken waiter is counted
-  // until it has run): no room, nobody asked. A poll later, with no hand-off, the count falls: asked then.
+  // Two more unseen: 103 took the GIL and let go. glibc still counts it in the cond (a woken waiter is
+  // counted until it has run): no room, nobody asked. A poll later, with no hand-off, the count falls: asked
+  // then.
   tasks.state[103] = TaskState::kOtherSyscall;
   CHECK(poll_at(5000, 7, 2) == 7);
   CHECK(poll_at(6000, 7, 1) == 9);
