@@ -32,7 +32,7 @@ class CpuBudget {
   void set_scale(double scale) { scale_ = std::clamp(scale, 0.01, 1.0); }
   double scale() const { return scale_; }
   // Over budget with the floor already at its highest: the polls exempt from the floor (around forced
-  // switches) must give way too.
+  // switches) must give way too, until the polls are well under the budget again.
   bool saturated() const { return saturated_; }
   // Fed by update() from the process's CPU clock; public for tests. `reserved_ns`: of cpu_ns, the part spent
   // on the reserved work (stack reads).
