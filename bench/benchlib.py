@@ -20,6 +20,10 @@ WORKLOAD_NAMES = {
     "b": "4 cpu",
     "c": "os.write loop + cpu",
     "d": "16 threads mixed",
+    "e": "3 hashing 4 KiB (us releases)",
+    "f": "2 nap 0.2-0.5 ms + 1 hashing",
+    "g": "queue ping-pong",
+    "h": "cpu + 2 hashing + nap + ping-pong",
     "cal": "1 os.write thread alone",
     "server": "http.server, thread per request, loopback clients",
 }

@@ -97,11 +97,15 @@ def run_one(python, workload, mode, args):
         if benchlib.monotonic_ns() < E:
             row["error"] = "gilspy ended before the window did"
     finally:
-        if tracer and tracer.proc.poll() is None:
-            tracer.stop()
-        if gs and gs.rc is None:
-            gs.stop()
-        result = wl.stop()
+        # The workload is stopped whatever went wrong before (a gilspy that refused its options once left a
+        # workload spinning for the rest of the bench, skewing every later run).
+        try:
+            if tracer and tracer.proc.poll() is None:
+                tracer.stop()
+            if gs and gs.rc is None:
+                gs.stop()
+        finally:
+            result = wl.stop()
     row["workload_result"] = result
     path = gs.raw_path()
     if not path:

@@ -10,6 +10,14 @@ WORKLOAD is one of
   c  1 release-heavy thread (tight os.write(devnull, b"x") loop: one drop_gil + take_gil per call) beside
      1 CPU-bound thread
   d  16 threads mixing all of those: 6 cpu, 4 sleep1ms, 4 sleep0, 2 write
+  e  microsecond releases: 3 threads hashing 4 KiB buffers in a loop (hashlib drops the GIL for each digest
+     of 2 KiB or more: a few microseconds without it per call, then a wait for it of as long)
+  f  sub-millisecond naps: 2 threads sleeping 0.2-0.5 ms (random) in a loop beside 1 hashing thread
+  g  a queue hand-off: 2 threads passing one item back and forth through two queue.Queue (each wakes the
+     other: microsecond waits for the GIL at every hand-off)
+  h  1 CPU-bound thread beside e, f and g's kinds: cpu, hash x2, nap, ping, pong
+  (beside a CPU-bound thread the others wait out its 5 ms switch interval at every turn: e, f and g keep
+  the hand-offs at microseconds, h has both)
   cal  one os.write thread alone (compare.py measures the uretprobe's own cost on it)
 
 Every line on stdout is one JSON object:
@@ -22,8 +30,11 @@ Every line on stdout is one JSON object:
 
 The scripts a.py, b.py, c.py and d.py beside this file run one workload each. Standard library only, Python 3.8+.
 """
+import hashlib
 import json
 import os
+import queue
+import random
 import signal
 import sys
 import threading
@@ -34,8 +45,28 @@ WORKLOADS = {
     "b": ["cpu"] * 4,
     "c": ["write", "cpu"],
     "d": ["cpu"] * 6 + ["sleep1ms"] * 4 + ["sleep0"] * 4 + ["write"] * 2,
+    "e": ["hash", "hash", "hash"],
+    "f": ["nap", "nap", "hash"],
+    "g": ["ping", "pong"],
+    "h": ["cpu", "hash", "hash", "nap", "ping", "pong"],
     "cal": ["write"],  # calibration (compare.py): one release-heavy thread alone, never contended
 }
+
+
+# Python work between the GIL releases of e-h (one spin iteration: ~25 ns on 3.11, ~50 on 3.8). It keeps each
+# process at a few thousand hand-offs a second: at the 20-35 000 a second that bare loops reach, the uprobes'
+# own cost (2-7 us per probe hit, three hits per take and drop) is 10-30 % of every thread's time, and there
+# is no ground truth left to compare with (bench/README.md, "Microsecond workloads").
+SPIN_HASH = 8000
+SPIN_NAP = 1000
+SPIN_QUEUE = 8000
+
+
+def spin(n):
+    x = 0
+    for _ in range(n):
+        x += 1
+    return x
 
 
 class Worker:
@@ -97,7 +128,63 @@ def run(workload, seconds, progress=0.0):
             counts[i] = n
         return n
 
-    bodies = {"cpu": cpu, "sleep1ms": sleep1ms, "sleep0": sleep0, "write": write}
+    def hash_(w):
+        n = 0
+        i = w.index
+        buf = bytes(4096)  # >= 2 KiB: hashlib releases the GIL for the digest
+        sha = hashlib.sha256
+        while not stop[0]:
+            sha(buf).digest()
+            spin(SPIN_HASH)
+            n += 1
+            counts[i] = n
+        return n
+
+    def nap(w):
+        n = 0
+        i = w.index
+        rnd = random.Random(w.index)
+        while not stop[0]:
+            time.sleep(rnd.uniform(0.0002, 0.0005))
+            spin(SPIN_NAP)
+            n += 1
+            counts[i] = n
+        return n
+
+    # ping and pong pass one item back and forth: ping puts on `there` and waits on `back`, pong the other
+    # way round. A get() that times out lets either end when the run stops.
+    there, back = queue.Queue(), queue.Queue()
+
+    def ping(w):
+        n = 0
+        i = w.index
+        while not stop[0]:
+            there.put(n)
+            try:
+                back.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            spin(SPIN_QUEUE)
+            n += 1
+            counts[i] = n
+        return n
+
+    def pong(w):
+        n = 0
+        i = w.index
+        while not stop[0]:
+            try:
+                item = there.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            spin(SPIN_QUEUE)
+            back.put(item)
+            n += 1
+            counts[i] = n
+        return n
+
+    bodies = {"cpu": cpu, "sleep1ms": sleep1ms, "sleep0": sleep0, "write": write, "hash": hash_, "nap": nap,
+              "ping": ping, "pong": pong}
 
     def main(w):
         w.tid = threading.get_native_id()
