@@ -285,6 +285,9 @@ class Gilspy:
         if self.rc is None:
             deadline = time.monotonic() + timeout
             while True:
+                if self.proc.returncode is not None:  # stop()'s poll() reaped it (gilspy refused its options)
+                    self.rc = self.proc.returncode
+                    break
                 pid, status, ru = os.wait4(self.proc.pid, os.WNOHANG)
                 if pid:
                     self.rc = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status

@@ -194,8 +194,8 @@ def phase_gilspy(wl, args, extra):
     wait_progress(wl, w["t_b"])
     out = {**rates(wl, w["t_a"], w["t_b"]), **w, "rc": gs.rc,
            "foreign": foreign_load(wl, w["busy"], w["t_a"], w["t_b"], w.get("cpu", 0.0))}
-    ru = gs.rusage
-    out["cpu_life"] = (ru.ru_utime + ru.ru_stime) / ((gs.t_end - gs.t_start) / 1e9)
+    ru = gs.rusage  # None when gilspy exited at once (refused its options): its raw file says why below
+    out["cpu_life"] = (ru.ru_utime + ru.ru_stime) / ((gs.t_end - gs.t_start) / 1e9) if ru else None
     path = gs.raw_path()
     if path:
         s = benchlib.Raw(path).summary
