@@ -186,8 +186,8 @@ Fast fast_record(std::string_view s, Record& r) {
       r = Waiters{.ts = f[0], .n = static_cast<uint64_t>(f[1])};
       return Fast::kRecord;
     case 'E':
-      if (!need(2) || !moment_ok(f[1])) return Fast::kGiveUp;
-      r = ThreadEnd{.tid = f[0], .ts = f[1]};
+      if (!need(2) || !moment_ok(f[1]) || (n > 2 && !duration_ok(f[2]))) return Fast::kGiveUp;
+      r = ThreadEnd{.tid = f[0], .ts = f[1], .state_se_ns = n > 2 ? f[2] : -1};
       return Fast::kRecord;
     case 'S':
       if (!need(6) || !moment_ok(f[0])) return Fast::kGiveUp;

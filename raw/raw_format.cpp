@@ -97,7 +97,10 @@ std::optional<std::string> record_line(const Record& r) {
           [](const Hold& x) -> std::optional<std::string> { return json::array({"H", x.tid, x.ts, x.dur}).dump(); },
           [](const Wait& x) -> std::optional<std::string> { return json::array({"W", x.tid, x.ts, x.dur}).dump(); },
           [](const Waiters& x) -> std::optional<std::string> { return json::array({"N", x.ts, x.n}).dump(); },
-          [](const ThreadEnd& x) -> std::optional<std::string> { return json::array({"E", x.tid, x.ts}).dump(); },
+          [](const ThreadEnd& x) -> std::optional<std::string> {
+            return x.state_se_ns < 0 ? json::array({"E", x.tid, x.ts}).dump()
+                                     : json::array({"E", x.tid, x.ts, x.state_se_ns}).dump();
+          },
           [](const Stats& x) -> std::optional<std::string> {
             return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total}).dump();
           },
@@ -350,7 +353,8 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
     case 'H': return Hold{.tid = num(1), .ts = moment(2), .dur = duration(3)};
     case 'W': return Wait{.tid = num(1), .ts = moment(2), .dur = duration(3)};
     case 'N': return Waiters{.ts = moment(1), .n = count(2)};
-    case 'E': return ThreadEnd{.tid = num(1), .ts = moment(2)};
+    case 'E':
+      return ThreadEnd{.tid = num(1), .ts = moment(2), .state_se_ns = a.size() > 3 ? duration(3) : -1};
     case 'S':
       return Stats{.ts = moment(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
                    .handoffs_total = count(6)};

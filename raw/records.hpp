@@ -56,10 +56,14 @@ struct ThreadStart {
 };
 #pragma GCC diagnostic pop
 
-// The thread is gone, or the recording ended. Raw line: ["E",tid,ts].
+// The thread is gone, or the recording ended. Raw line: ["E",tid,ts] (+ state_se_ns when known).
 struct ThreadEnd {
   int64_t tid = 0;
   int64_t ts = 0;
+  // The standard error (ns) of the thread's recorded time in each GIL state over its life: each poll is a
+  // sample that stands for its window, and where the state could change inside a window its share of that
+  // window is unknown (process_sampler.cpp, "uncertainty"). -1: not known (an older recorder).
+  int64_t state_se_ns = -1;
   bool operator==(const ThreadEnd&) const = default;
 };
 
@@ -115,6 +119,7 @@ struct ThreadState {
   int64_t ts = 0;
   GilRole role = GilRole::kReleased;
   int64_t since = 0;
+  double state_var_ns2 = 0;  // the variance of its time in each state so far (ThreadEnd's state_se_ns, squared)
   bool operator==(const ThreadState&) const = default;
 };
 

@@ -45,6 +45,21 @@ const char* to_string(PollerScheduling s) {
 
 namespace {
 
+// xorshift64*: a window's random offset, cheap and allocation-free (its quality is more than enough here).
+class JitterSource {
+ public:
+  explicit JitterSource(uint64_t seed) : x_(seed | 1) {}
+  int64_t below(int64_t n) {
+    x_ ^= x_ >> 12;
+    x_ ^= x_ << 25;
+    x_ ^= x_ >> 27;
+    return n <= 1 ? 0 : static_cast<int64_t>((x_ * 0x2545F4914F6CDD1DULL) % static_cast<uint64_t>(n));
+  }
+
+ private:
+  uint64_t x_;
+};
+
 void sleep_until(int64_t deadline_ns) {
   timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000),
               static_cast<long>(deadline_ns % 1'000'000'000)};
@@ -212,6 +227,13 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
   counters_.start_ns = start;
   const int64_t cpu_start = process_cpu_ns();
+  // Each poll stands for a window of the schedule's step, at a random point inside it (stratified
+  // sampling): the windows tile time whatever length the schedule picks next, the sample's place in its
+  // window is independent of what the target does, so a thread's time in each state is estimated without
+  // bias at any rate, and a periodic thread cannot alias with the polls. What changed since the last poll is
+  // dated at the window's start.
+  int64_t window = start;
+  JitterSource jitter(static_cast<uint64_t>(start));
   int64_t deadline = start;
   const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
   int64_t next_stats = start + stats_period;
@@ -238,7 +260,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
     if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed))
       counters_.max_lateness_ns = lateness;
     for (Target& t : targets_) {
-      if (t.live && !t.sampler->poll(now)) {
+      if (t.live && !t.sampler->poll(now, window)) {
         t.live = false;
         --live_count_;
       }
@@ -255,15 +277,16 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
     }
     if (pacing.budget.floor() > period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
     if (pacing.low_coverage) counters_.low_coverage.fetch_add(1, std::memory_order_relaxed);
+    window += step;  // the next window begins where this one ends...
     step = next_step(now, pacing);
-    deadline += step;
     const int64_t after = monotonic_ns();
-    if (after - deadline >= step) {
-      // We ran over whole steps: skip those deadlines, and say so.
-      const int64_t skipped = (after - deadline) / step;
+    if (after - window >= step) {
+      // We ran over whole windows: skip them, and say so.
+      const int64_t skipped = (after - window) / step;
       counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
-      deadline += skipped * step;
+      window += skipped * step;
     }
+    deadline = window + jitter.below(step);  // ...and its poll comes at a random point inside it
     if (options_.stacks.enabled) stack_work(deadline, pacing);
   }
   const int64_t t_end = std::min(monotonic_ns(), end);

@@ -18,8 +18,8 @@ void PollSchedule::add(const PollActivity& a, int64_t now) {
   if (a.collecting) active_ = true;
   // Forced switches and what follows them (a woken sleeper takes the GIL and drops it within microseconds)
   // are polled at (nearly) the peak rate whatever the CPU budget: they are few (one per switch interval at
-  // most) and they bound the longest holds and waits. Everything else dense (a waiter on probation included:
-  // it is a change) is polled at the period the budget allows.
+  // most) and they bound the longest holds and waits. Everything else dense is polled at the period the
+  // budget allows.
   if (now < forced_linger_until_ || (a.switch_due_ns >= 0 && in_due_window(a.switch_due_ns, now)))
     peak_ = true;
   if (a.switch_due_ns >= 0) {

@@ -1,6 +1,7 @@
 #include "sampler/process_sampler.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
@@ -115,7 +116,8 @@ void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {
                   .handoffs_total = counters_.handoffs_total.load(std::memory_order_relaxed)});
   for (const uint16_t i : active_) {
     const Track& t = tracks_[i];
-    emit(raw::ThreadState{.tid = t.ref.tid, .ts = t_now, .role = t.role, .since = t.since_ns});
+    emit(raw::ThreadState{
+        .tid = t.ref.tid, .ts = t_now, .role = t.role, .since = t.since_ns, .state_var_ns2 = t.var_ns2});
   }
   if (stacks_) stacks_->emit_stats(t_now);
 }
@@ -124,6 +126,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == role) return;
   if (at < t.since_ns) at = t.since_ns;
   if (t.role == GilRole::kHolding || role == GilRole::kHolding) holding_changed_ = true;
+  t.changed = true;
   const int64_t dur = at - t.since_ns;
   if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
@@ -175,7 +178,7 @@ void ProcessSampler::rewalk(int64_t t_mid, bool changed) {
       set_role(t, GilRole::kReleased, t_mid);
       if (thread_counters_ != nullptr)
         thread_counters_->thread_removed(i, t_mid);  // its last figures before its end
-      emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_mid});
+      emit(thread_end(t, t_mid));
       tasks_.thread_removed(i);
       if (stacks_) stacks_->thread_removed(i);
       t.active = false;
@@ -212,50 +215,11 @@ void ProcessSampler::rewalk(int64_t t_mid, bool changed) {
   walked_ = true;
 }
 
-void ProcessSampler::apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs,
-                                      bool no_room_in_wait, int64_t t_mid) {
-  switch (s) {
-    case TaskState::kGilCond:
-    case TaskState::kGilMutex:
-      t.maybe_left_ns = -1;
-      set_role(t, GilRole::kWaiting, t_mid);
-      return;
-    case TaskState::kRunning:
-      if (t.role != GilRole::kWaiting) {
-        set_role(t, GilRole::kReleased, t_mid);
-        return;
-      }
-      // A woken waiter reads "running" until it really takes the GIL, so it stays a waiter. It left take_gil
-      // only if it took the GIL between two polls: surely when it is the last holder now, or when the GIL's
-      // condition wait has no room for it (`no_room_in_wait`, see poll(): a waiter queued behind a busy CPU
-      // is still counted there, one that took and dropped the GIL is not); perhaps when other hand-offs went
-      // unseen. Then it stays a waiter on probation, asked again at every poll until the kernel says where it
-      // is, and a release is dated back to the first doubt.
-      if (g.last_holder == t.ref.tstate || no_room_in_wait) {
-        set_role(t, GilRole::kReleased, t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
-        t.maybe_left_ns = -1;
-      } else if (unseen_handoffs && t.maybe_left_ns < 0) {
-        t.maybe_left_ns = t_mid;
-      }
-      return;
-    case TaskState::kUnknown:
-    case TaskState::kGone:
-      if (t.role == GilRole::kHolding) set_role(t, GilRole::kReleased, t_mid);
-      return;
-    case TaskState::kSwitchWait:
-    case TaskState::kOtherSyscall:
-      set_role(t, GilRole::kReleased,
-               t.role == GilRole::kWaiting && t.maybe_left_ns >= 0 ? t.maybe_left_ns : t_mid);
-      t.maybe_left_ns = -1;
-      return;
-  }
-}
-
-bool ProcessSampler::poll(int64_t t_now) {
+bool ProcessSampler::poll(int64_t t_now, int64_t t_from) {
   // The target can exit at any read of a poll, not only at its first (the thread list, the holder's
   // identity, the GC's statistics): wherever it does, the target ends here, its intervals closed.
   try {
-    return poll_once(t_now);
+    return poll_once(t_now, t_from);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNoSuchProcess) throw;
     end_cause_ = TargetEnd::kExited;
@@ -264,7 +228,7 @@ bool ProcessSampler::poll(int64_t t_now) {
   }
 }
 
-bool ProcessSampler::poll_once(int64_t t_now) {
+bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   if (gone_) return false;
   // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
   //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
@@ -314,7 +278,7 @@ bool ProcessSampler::poll_once(int64_t t_now) {
     last_walk_ns_ = t_now;
     emit(raw::Waiters{.ts = t_now, .n = g.waiters});  // the counter starts with a value, then changes
   }
-  const int64_t t_mid = t_prev_ + (t_now - t_prev_) / 2;
+  const int64_t t_mid = t_from < 0 ? t_prev_ + (t_now - t_prev_) / 2 : std::clamp(t_from, t_prev_, t_now);
   holding_changed_ = false;
 
   // 2. Thread list upkeep: a vanished or reused thread state (its identity word changed), an unknown holder,
@@ -348,86 +312,19 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   const uint64_t seen = (g.locked == 1 && g.last_holder != prev_.last_holder && delta > 0) ? 1 : 0;
   counters_.handoffs_total.fetch_add(delta, std::memory_order_relaxed);
   counters_.handoffs_seen.fetch_add(seen, std::memory_order_relaxed);
-  const bool unseen_handoffs = delta > seen;
 
-  // 4. Who to ask the kernel about. A thread leaves take_gil only by taking the GIL, so the set of waiters
-  //    can only shrink when the holder changes, and only by the new holder when every hand-off was seen:
-  //    then only the previous holder (asked below as a "holding" thread) needs the kernel. After unseen
-  //    hand-offs any waiter may have taken and dropped the GIL, but one that did and did not wait again has
-  //    left the GIL's condition wait: the waiters are asked only when the cond's count has room for that
-  //    (pass 1b). A released thread needs asking only when that count says someone we do not know of sleeps
-  //    there (pass 2), so a target with many idle threads does not cost a read of each at every hand-off. A
-  //    full scan every full_scan_period_ns is the safety net (a thread blocked on the GIL's mutex is not in
-  //    that count; one waiter leaving while another thread begins to wait leaves the count as it was).
-  size_t known_waiting = 0;
-  for (const uint16_t i : active_) known_waiting += tracks_[i].role == GilRole::kWaiting ? 1 : 0;
-  const bool full_scan = t_now - last_full_scan_ns_ >= options_.full_scan_period_ns;
-  if (full_scan) last_full_scan_ns_ = t_now;
-
-  // 5. Ask first, then decide: whether a waiter that reads "running" can still be inside the GIL's condition
-  //    wait depends on the others. glibc counts a woken waiter in __wrefs until it has run, so the cond's
-  //    count covers the threads asleep in it plus the woken ones: when the threads the kernel shows asleep
-  //    there (and the waiters not asked) already make up the count, every "running" waiter has left take_gil.
-  size_t asked = 0;
-  int64_t accounted = 0;        // waiters the cond's count is known or assumed to include
-  int64_t running_waiters = 0;  // asked waiters that read "running": perhaps still counted there
-  size_t unasked_waiters = 0;   // waiters assumed in the cond, not asked
-  const auto ask = [&](uint16_t i) {
-    counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
-    const TaskState state = tasks_.read(i);
-    asked_[asked++] = {i, state};  // capacity kMaxThreads: no allocation
-    accounted += state == TaskState::kGilCond ? 1 : 0;
-    running_waiters += state == TaskState::kRunning && tracks_[i].role == GilRole::kWaiting ? 1 : 0;
-  };
-  for (const uint16_t i : active_) {
-    Track& t = tracks_[i];
-    if (static_cast<int>(i) == holder) {
-      t.maybe_left_ns = -1;
-      if (t.role == GilRole::kHolding && delta > 0) {
-        // Same holder, but the GIL changed hands in between: it dropped and took it again.
-        set_role(t, GilRole::kReleased, t_mid);
-      }
-      set_role(t, GilRole::kHolding, t_mid);
-      continue;
-    }
-    if (full_scan || t.maybe_left_ns >= 0 ||
-        (t.role == GilRole::kHolding && (g.waiters > 0 || known_waiting > 0))) {
-      ask(i);
-    } else if (t.role == GilRole::kHolding) {
+  // 4. Every thread but the holder is classified afresh at every poll, from the cond's count and, where that
+  //    does not decide, the kernel: a role is never carried from one poll to the next, so a misread lasts one
+  //    poll and the shares stay right at any poll rate.
+  if (holder >= 0) {
+    Track& t = tracks_[holder];
+    if (t.role == GilRole::kHolding && delta > 0) {
+      // Same holder, but the GIL changed hands in between: it dropped and took it again.
       set_role(t, GilRole::kReleased, t_mid);
-    } else if (t.role == GilRole::kWaiting) {
-      ++accounted;
-      ++unasked_waiters;
     }
+    set_role(t, GilRole::kHolding, t_mid);
   }
-  // Pass 1b: the cond holds fewer threads than the waiters we assume there (and those the kernel showed
-  // there): one of them left, unseen. Which one only the kernel says. Checked at every poll, not only at
-  // the one that sees the hand-offs: glibc counts a woken waiter until it has run, so the count can fall
-  // one poll later (bench b: the main thread's µs hold unseen, its wait then ran on until the next
-  // hand-off, +3.1-4.8 pp of wait on 3.10-3.12).
-  if (unasked_waiters > 0 && static_cast<int64_t>(g.waiters) < accounted) {
-    for (const uint16_t i : active_) {
-      const Track& t = tracks_[i];
-      if (static_cast<int>(i) == holder || t.role != GilRole::kWaiting || t.maybe_left_ns >= 0) continue;
-      --accounted;  // no longer assumed: asked
-      ask(i);
-    }
-  }
-  // Pass 2: more in the cond than the known waiters explain: a released thread began waiting.
-  if (!full_scan && g.waiters > accounted + running_waiters) {
-    for (const uint16_t i : active_) {
-      Track& t = tracks_[i];
-      if (static_cast<int>(i) == holder || t.role != GilRole::kReleased || t.maybe_left_ns >= 0) continue;
-      counters_.task_reads.fetch_add(1, std::memory_order_relaxed);
-      const TaskState state = tasks_.read(i);
-      asked_[asked++] = {i, state};
-      accounted += state == TaskState::kGilCond ? 1 : 0;
-    }
-  }
-  const bool no_room_in_wait = accounted >= static_cast<int64_t>(g.waiters);
-  for (size_t k = 0; k < asked; ++k) {
-    apply_task_state(tracks_[asked_[k].first], asked_[k].second, g, unseen_handoffs, no_room_in_wait, t_mid);
-  }
+  classify(holder, g, delta, t_now, t_mid);
   if (g.waiters != prev_.waiters) emit(raw::Waiters{.ts = t_now, .n = g.waiters});
   // 6. The garbage collector, read with the GIL: a collection began, ended, or ran unseen between polls.
   GcTracker::Holder collector;
@@ -443,6 +340,7 @@ bool ProcessSampler::poll_once(int64_t t_now) {
   }
   activity_.collecting = gc_.collecting();
   note_activity(g, delta, dirty, t_now, t_mid);
+  note_uncertainty(g, delta > seen, t_now - t_prev_);
   if (stacks_) stacks_->after_poll(t_now, holder, g.switch_number);
   holder_ = holder;
   watched_ = last;
@@ -471,12 +369,9 @@ void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirt
     waiters_since_ns_ = t_mid;
   }
   // Doubtful waiters and unknown threads are resolved by polling again soon, like any change.
-  bool probation = false;
-  for (const uint16_t i : active_) probation = probation || tracks_[i].maybe_left_ns >= 0;
-  const bool doubt = dirty || walk_incomplete_ || probation;
+  const bool doubt = dirty || walk_incomplete_;
   if (handoff || g.locked != prev_.locked || holding_changed_ || doubt) activity_.last_change_ns = t_now;
   if (handoff || g.locked != prev_.locked) activity_.last_handoff_ns = t_now;
-  activity_.probation = probation;
   activity_.switch_due_ns = -1;
   if (g.locked == 1 && g.waiters > 0) {
     activity_.switch_due_ns = std::max(last_handoff_ns_, waiters_since_ns_) +
@@ -496,7 +391,7 @@ void ProcessSampler::finish(int64_t t_end) {
     Track& t = tracks_[i];
     set_role(t, GilRole::kReleased, t_end);
     if (thread_counters_ != nullptr) thread_counters_->thread_removed(i, t_end);
-    emit(raw::ThreadEnd{.tid = t.ref.tid, .ts = t_end});
+    emit(thread_end(t, t_end));
     tasks_.thread_removed(i);
     if (stacks_) stacks_->thread_removed(i);
     t.active = false;

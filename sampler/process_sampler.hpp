@@ -74,8 +74,6 @@ struct SamplerCounters {
 
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often
-  // Ask the kernel about every thread, waiters and idle ones, this often (process_sampler.cpp, step 4).
-  int64_t full_scan_period_ns = 200'000'000;
   bool read_gc = true;  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
   // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
   // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
@@ -91,7 +89,10 @@ class ProcessSampler {
 
   // One poll at time `t_now` (CLOCK_MONOTONIC ns). Returns false once the process is gone; by then every open
   // interval has been closed. Throws Error(kPermission) (the only error that is not a normal end).
-  bool poll(int64_t t_now);
+  // `t_from`: where this poll's sample begins to stand for the target (the poll loop's window start,
+  // poll_loop.hpp): what changed since the last poll is dated there, clamped between the two polls; -1: at
+  // the midpoint between them.
+  bool poll(int64_t t_now, int64_t t_from = -1);
   // Closes every open interval at `t_end` (end of the recording).
   void finish(int64_t t_end);
   // A stats tick: this target's counters (with the poll loop's late and missed ticks), then where each live
@@ -132,11 +133,13 @@ class ProcessSampler {
     uint64_t identity = 0;  // expected value of the identity word
     GilRole role = GilRole::kReleased;
     int64_t since_ns = 0;
-    int64_t maybe_left_ns = -1;  // a waiter that may have taken and dropped the GIL unseen since then
     int64_t found_ns = 0;        // when a walk first found it
+    int64_t asked_ns = INT64_MIN;  // when the kernel was last asked where it is
+    bool changed = false;          // its role changed at this poll
+    double var_ns2 = 0;          // the variance of its time in each state so far (note_uncertainty())
   };
 
-  bool poll_once(int64_t t_now);                     // poll() but for a target that exits under it
+  bool poll_once(int64_t t_now, int64_t t_from);     // poll() but for a target that exits under it
   void rewalk(int64_t t_mid, bool changed = false);  // changed: the list is known to differ from the last
   void check_stopped(int64_t t_mid);
   bool names_active_thread(const ThreadRef& ref) const;  // same tid or identity as a followed thread
@@ -145,8 +148,18 @@ class ProcessSampler {
   template <class Kind>
   void emit(Kind&& record);  // one alternative of raw::Record
   void note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid);
-  void apply_task_state(Track& t, TaskState s, const GilSample& g, bool unseen_handoffs, bool no_room_in_wait,
-                        int64_t t_mid);
+  // After a poll `gap` ns after the last: how far each thread's time in each state may be off for it.
+  void note_uncertainty(const GilSample& g, bool unseen_handoffs, int64_t gap);
+  raw::ThreadEnd thread_end(const Track& t, int64_t at) const;
+  // Step 4 of a poll: every thread but `holder` waiting or released at this poll, from the GIL's switch count
+  // (`delta` takes since the last poll), its cond's count and, where those do not decide, the kernel.
+  void classify(int holder, const GilSample& g, uint64_t delta, int64_t t_now, int64_t t_mid);
+  // classify()'s steps: the threads to ask the kernel about (into asked_; the rest of the waiters are kept,
+  // kept_waiters_), asking it (asked_[from, to); asleep_ and running_waiters_ count the answers), and which
+  // "running" ones still wait.
+  size_t pick_asked(int holder, const GilSample& g, uint64_t free_takes);
+  void ask_kernel(size_t from, size_t to, const GilSample& g, int64_t t_now);
+  void keep_running_waiters(const GilSample& g, uint64_t free_takes, size_t asked);
 
   Interpreter interp_;
   MemoryReader& reader_;
@@ -161,6 +174,7 @@ class ProcessSampler {
   std::vector<uint16_t> active_;                       // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;                 // kMaxThreads
   std::vector<std::pair<uint16_t, TaskState>> asked_;  // kMaxThreads: one poll's kernel answers
+  uint32_t kept_waiters_ = 0, asleep_ = 0, running_waiters_ = 0;  // classify()'s tallies, this poll
   std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
@@ -188,7 +202,6 @@ class ProcessSampler {
   GilSample prev_;
   int64_t t_prev_ = 0;
   int64_t last_walk_ns_ = 0;
-  int64_t last_full_scan_ns_ = INT64_MIN / 2;  // the first poll scans everyone
   GcTracker gc_;
   // Where the GC state lies in the same struct as the GIL (3.8: _PyRuntime; 3.12+: the interpreter), one
   // region covers both: no extra region (and page pin) per poll. span_bytes_ empty: separate regions.

@@ -159,7 +159,7 @@ std::vector<raw::Record> every_kind() {
                          .values = {7, 0}},
       raw::CounterSample{.tid = 4243, .ts = -(int64_t{1} << 60), .dur = 0, .role = raw::GilRole::kReleased},
       raw::ThreadSwitches{.tid = 4243, .ts = 6500, .voluntary = 3, .involuntary = 1},
-      raw::ThreadEnd{.tid = 4243, .ts = 7000},
+      raw::ThreadEnd{.tid = 4243, .ts = 7000, .state_se_ns = 1234},
       raw::ThreadEnd{.tid = 4242, .ts = 7000},
   };
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <thread>
 #include <variant>
@@ -152,7 +153,8 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
 }
 
 TEST_CASE(
-    "sampler: unseen hand-offs are counted; a waiter that may have taken the GIL is dated back once known") {
+    "sampler: unseen hand-offs are counted; of the woken waiters, those the evidence keeps waiting are the "
+    "latest to begin") {
   FakeTarget t;
   t.tids = {100, 101, 102, 103};
   t.set_threads({0, 1, 2, 3});
@@ -160,15 +162,18 @@ TEST_CASE(
   RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
 
-  t.gil(1, FakeTarget::tstate(0), 10, 3);
+  t.gil(1, FakeTarget::tstate(0), 10, 2);
   tasks.state[101] = TaskState::kGilCond;
   tasks.state[102] = TaskState::kGilCond;
-  tasks.state[103] = TaskState::kGilCond;
   s.poll(1000);
+  t.gil(1, FakeTarget::tstate(0), 10, 3);  // 103 begins to wait
+  tasks.state[103] = TaskState::kGilCond;
+  s.poll(1500);
   // 0 -> 2 -> 1 between polls: switch_number +2, one visible change. 102 and 103 both read "running": 102
-  // took the GIL and runs without it now, 103 was only woken and is still on its way into take_gil. The
-  // cond's count (__wrefs) holds 100, asleep, and 103, woken but not yet run: glibc drops a waiter from it
-  // only once the waiter runs.
+  // (woken first: it waited longest) took the GIL and runs without it now, 103 was only woken and is still on
+  // its way into take_gil. The cond's count (__wrefs) holds 100, asleep, and 103, woken but not yet run:
+  // glibc drops a waiter from it only once the waiter runs. One take went to a thread other than the last
+  // holder, so one of the two left: the older.
   t.gil(1, FakeTarget::tstate(1), 12, 2);
   tasks.state[100] = TaskState::kGilCond;
   tasks.state[101] = TaskState::kRunning;
@@ -177,24 +182,24 @@ TEST_CASE(
   s.poll(2000);
   CHECK(s.counters().handoffs_total.load() == 2);
   CHECK(s.counters().handoffs_seen.load() == 1);
-  // Nothing changes in the GIL, but the doubtful ones are asked again: 102 is now asleep, 103 back on the
-  // cond.
   tasks.state[102] = TaskState::kOtherSyscall;
   tasks.state[103] = TaskState::kGilCond;
   s.poll(3000);
   s.finish(4000);
   const auto waits = intervals<raw::Wait>(drain(q));
-  int64_t end_102 = -1, end_103 = -1;
+  int64_t end_102 = -1, start_103 = -1, end_103 = -1;
   int waits_103 = 0;
   for (const auto& w : waits) {
     if (w.tid == 102) end_102 = w.end;
     if (w.tid == 103) {
+      start_103 = w.start;
       end_103 = w.end;
       ++waits_103;
     }
   }
-  CHECK(end_102 == 1500);  // dated back to the poll that raised the doubt
+  CHECK(end_102 == 1750);  // between the polls that saw it wait and leave
   CHECK(waits_103 == 1);   // one wait, never interrupted
+  CHECK(start_103 == 1250);
   CHECK(end_103 == 4000);
 }
 
@@ -334,25 +339,35 @@ TEST_CASE("sampler: an unknown holder makes it walk the thread list again") {
   CHECK(holds[1].tid == 101);
 }
 
-TEST_CASE("sampler: waiters are only asked about when the GIL's state says something changed") {
+TEST_CASE("sampler: while the GIL's state says nothing changed, one waiter a poll is asked, in turn") {
   FakeTarget t;
-  t.tids = {100, 101, 102};
-  t.set_threads({0, 1, 2});
+  t.tids = {100, 101, 102, 103, 104};
+  t.set_threads({0, 1, 2, 3, 4});
   ScriptedTasks tasks;
   RecordQueue q(1024);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
-  t.gil(1, FakeTarget::tstate(0), 1, 2);
+  t.gil(1, FakeTarget::tstate(0), 1, 3);
   tasks.state[101] = TaskState::kGilCond;
   tasks.state[102] = TaskState::kGilCond;
+  tasks.state[103] = TaskState::kGilCond;
   s.poll(1000);
   const int after_first = tasks.reads;
   for (int i = 2; i < 50; ++i) s.poll(i * 1000);
-  CHECK(tasks.reads == after_first);  // nothing changed: no reads
-  t.gil(1, FakeTarget::tstate(1), 2, 2);
-  tasks.state[100] = TaskState::kGilCond;
-  tasks.state[101] = TaskState::kRunning;
-  s.poll(60000);
-  CHECK(tasks.reads > after_first);
+  CHECK(tasks.reads == after_first + 48);  // nothing changed: one read a poll, not three (nor the idle 104)
+  // 103 had been misread (it left, unseen), and 104 began to wait: the cond's count is the same. The turn
+  // comes to 103 within three polls; 104 is asked at that poll, when the count has room for it.
+  tasks.state[103] = TaskState::kOtherSyscall;
+  tasks.state[104] = TaskState::kGilCond;
+  for (int i = 50; i < 54; ++i) s.poll(i * 1000);
+  s.finish(55000);
+  int64_t end_103 = -1, start_104 = -1;
+  for (const auto& w : intervals<raw::Wait>(drain(q))) {
+    if (w.tid == 103) end_103 = w.end;
+    if (w.tid == 104) start_104 = w.start;
+  }
+  CHECK(end_103 >= 49500);
+  CHECK(end_103 <= 51500);
+  CHECK(start_104 == end_103);
 }
 
 TEST_CASE("sampler: a target that goes away closes every interval and stops") {
@@ -739,8 +754,8 @@ TEST_CASE("sampler: a new thread caught between writing its two ids is not its c
 }
 
 TEST_CASE(
-    "sampler: after unseen hand-offs the waiters are asked only when the cond's count has room for one that "
-    "left, then or a poll later; an idle thread only when it has room for a new one") {
+    "sampler: after unseen takes every waiter is asked; else one, every one when the cond's count falls below "
+    "them; an idle thread only when the count has room for a new waiter") {
   FakeTarget t;
   t.tids = {100, 101, 102, 103};
   t.set_threads({0, 1, 2, 3});
@@ -759,29 +774,32 @@ TEST_CASE(
     s.poll(when);
     return tasks.reads;
   };
-  // Two hand-offs went by unseen (the holder dropped and took the GIL back), and the cond still holds two: a
-  // waiter that took the GIL in between waits again. Nobody is asked.
-  CHECK(poll_at(2000, 3, 2) == 3);
-  // Two more unseen, and the cond holds one: a waiter left. Both are asked; 102 is in a write() of its own.
-  tasks.state[102] = TaskState::kOtherSyscall;
-  CHECK(poll_at(3000, 5, 1) == 5);
-  // One more in the cond than the known waiters: the released threads are asked, and 103 waits.
+  // Two hand-offs went by unseen (the holder dropped and took the GIL back): any waiter may have taken it.
+  // The idle thread may have too, but then it let it go again: released either way, and the count (two, both
+  // asleep there) has no room for it.
+  CHECK(poll_at(2000, 3, 2) == 5);
+  // None since, and the cond holds the two waiters: one is asked, the idle thread not.
+  CHECK(poll_at(3000, 3, 2) == 6);
+  // One more in the cond than the waiters: the idle thread is asked too, and waits.
   tasks.state[103] = TaskState::kGilCond;
-  CHECK(poll_at(4000, 5, 2) == 7);
-  // Two more unseen: 103 took the GIL and let go. glibc still counts it in the cond (a woken waiter is
-  // counted until it has run): no room, nobody asked. A poll later, with no hand-off, the count falls: asked
-  // then.
-  tasks.state[103] = TaskState::kOtherSyscall;
-  CHECK(poll_at(5000, 7, 2) == 7);
-  CHECK(poll_at(6000, 7, 1) == 9);
-  s.finish(7000);
-  bool left = false, idle_waited = false;
+  CHECK(poll_at(4000, 3, 3) == 8);
+  // The count falls below the three waiters without a take: every waiter is asked. 102 had left (a misread
+  // before: it is in a write() of its own); 103, woken, reads "running" and still waits.
+  tasks.state[102] = TaskState::kOtherSyscall;
+  tasks.state[103] = TaskState::kRunning;
+  CHECK(poll_at(5000, 3, 1) == 11);
+  s.finish(6000);
+  int64_t end_102 = -1, start_103 = -1, end_103 = -1;
   for (const auto& w : intervals<raw::Wait>(drain(q))) {
-    left = left || (w.tid == 102 && w.end == 2500);
-    idle_waited = idle_waited || (w.tid == 103 && w.start == 3500 && w.end == 5500);
+    if (w.tid == 102) end_102 = w.end;
+    if (w.tid == 103) {
+      start_103 = w.start;
+      end_103 = w.end;
+    }
   }
-  CHECK(left);
-  CHECK(idle_waited);
+  CHECK(end_102 == 4500);
+  CHECK(start_103 == 3500);
+  CHECK(end_103 == 6000);
 }
 
 TEST_CASE("walker: an unchanged thread list is checked in one read; a changed one is walked node by node") {
@@ -844,4 +862,53 @@ TEST_CASE("sampler: the holder's CPU is asked only of a thread that has been aro
   CHECK(s.holder_cpu(2'000'000 + ProcessSampler::kPlacementMinAgeNs - 1'000'000) == -1);
   CHECK(tasks.cpu_reads == asked);  // not even read
   CHECK(s.holder_cpu(2'000'000 + ProcessSampler::kPlacementMinAgeNs) == 1);
+}
+
+TEST_CASE("sampler: a change is dated where the poll's window begins, kept between the two polls") {
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1000, 1000);
+  t.gil(1, FakeTarget::tstate(1), 2, 0);
+  s.poll(2000, 1200);  // the poll at 2000 stands for the window from 1200
+  t.gil(1, FakeTarget::tstate(0), 3, 0);
+  s.poll(3000, 500);  // a window start before the last poll is taken as that poll
+  s.finish(4000);
+  const auto holds = intervals<raw::Hold>(drain(q));
+  REQUIRE(holds.size() == 3);
+  CHECK(holds[0].end == 1200);
+  CHECK(holds[1].start == 1200);
+  CHECK(holds[1].end == 2000);
+  CHECK(holds[2].start == 2000);
+}
+
+TEST_CASE("sampler: each thread's end carries the standard error of its time in each state") {
+  FakeTarget t;
+  t.tids = {100, 101, 102};
+  t.set_threads({0, 1, 2});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  tasks.state[101] = TaskState::kOtherSyscall;  // idle all along
+  tasks.state[102] = TaskState::kOtherSyscall;
+  t.gil(1, FakeTarget::tstate(0), 1, 0);
+  s.poll(1000);
+  s.poll(2000);  // nothing could change: no error
+  t.gil(1, FakeTarget::tstate(0), 3, 0);
+  s.poll(3000);  // two takes unseen in a 1000 ns gap: anyone's share of it is unknown, variance 1000²/4
+  t.gil(1, FakeTarget::tstate(2), 4, 0);
+  s.poll(4000);  // one seen hand-off: 100's and 102's roles changed somewhere in the gap, 1000²/12
+  s.finish(5000);
+  std::map<int64_t, int64_t> se;
+  for (const auto& r : drain(q)) {
+    if (const auto* e = std::get_if<raw::ThreadEnd>(&r)) se[e->tid] = e->state_se_ns;
+  }
+  CHECK(se[101] == 500);  // sqrt(1000²/4)
+  const double both = std::sqrt(1000.0 * 1000 / 4 + 1000.0 * 1000 / 12);
+  CHECK(se[100] == static_cast<int64_t>(std::llround(both)));
+  CHECK(se[102] == static_cast<int64_t>(std::llround(both)));
 }

@@ -75,6 +75,7 @@ std::vector<raw::Record> sample_records() {
   v.push_back(raw::Wait{31340, 25, 995});
   v.push_back(raw::Waiters{30, 3});
   v.push_back(raw::ThreadEnd{31340, 5000});
+  v.push_back(raw::ThreadEnd{31337, 5000, 4321});
   v.push_back(raw::Stats{.ts = 1'000'000'000, .polls = 7001, .late = 12, .missed = 3, .handoffs_seen = 4321,
                          .handoffs_total = 4400});
   v.push_back(raw::Hold{31337, 1020, 0});  // a zero-length hold is still a hold
@@ -418,7 +419,7 @@ TEST_CASE_TEMPLATE("raw format: one record of each kind round-trips", Kind, raw:
   if constexpr (std::is_same_v<Kind, raw::ThreadStart>) {
     original = {.tid = 31337, .ts = 5, .tstate = 0xffff800012345678ull, .name = "MainThread \xc3\xa9"};
   } else if constexpr (std::is_same_v<Kind, raw::ThreadEnd>) {
-    original = {.tid = 31340, .ts = 1'000'000'007};
+    original = {.tid = 31340, .ts = 1'000'000'007, .state_se_ns = 12'345};
   } else if constexpr (std::is_same_v<Kind, raw::Hold> || std::is_same_v<Kind, raw::Wait>) {
     original = {.tid = 31341, .ts = 17, .dur = 4'000'000'001};
   } else if constexpr (std::is_same_v<Kind, raw::Waiters>) {
