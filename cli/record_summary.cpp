@@ -120,16 +120,20 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
   } else {
     out += "  threads, busiest (hold + wait) first:\n";
   }
-  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>7} {:>7} {:>13} {:>13}\n", "TID",
-                 "THREAD", kNameColumns, "HOLD %", "WAIT %", "HOLDS", "LONGEST HOLD", "LONGEST WAIT");
+  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>7} {:>6} {:>7} {:>13} {:>13}\n", "TID",
+                 "THREAD", kNameColumns, "HOLD %", "WAIT %", "±95%", "HOLDS", "LONGEST HOLD", "LONGEST WAIT");
+  const SummaryRow* widest = nullptr;  // the row whose shares are least sure
   for (const SummaryRow& r : table.rows) {
     const std::string label = r.threads > 1 ? fmt::format("[{}] {}", r.threads, escape_for_terminal(r.name))
                                             : escape_for_terminal(r.name);
     const std::string name = fit_with_marker(label, kNameColumns);
     const std::string pad(kNameColumns - std::min(kNameColumns, display_width(name)), ' ');
-    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{} {:>7.1f} {:>7.1f} {:>7} {:>13} {:>13}\n",
+    const double ci = r.share_ci95();
+    if (ci >= 0 && (widest == nullptr || ci > widest->share_ci95())) widest = &r;
+    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{} {:>7.1f} {:>7.1f} {:>6} {:>7} {:>13} {:>13}\n",
                    r.threads > 1 ? std::string("-") : std::to_string(r.tid), name, pad, 100 * r.hold_share(),
-                   100 * r.wait_share(), r.holds, ms(r.longest_hold_ns), ms(r.longest_wait_ns));
+                   100 * r.wait_share(), ci < 0 ? std::string("?") : fmt::format("{:.1f}", 100 * ci), r.holds,
+                   ms(r.longest_hold_ns), ms(r.longest_wait_ns));
   }
   if (table.rest_threads > 0) {
     fmt::format_to(std::back_inserter(out),
@@ -147,6 +151,18 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
              ? "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording (a group: of its "
                "threads' lifetimes)\n"
              : "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording\n";
+  out +=
+      "  ±95%: the shares are estimates from polls; each lies within this many points of the truth, 19 times "
+      "in 20\n";
+  if (widest != nullptr && widest->share_ci95() > 0.01) {
+    fmt::format_to(std::back_inserter(out),
+                   "  note: the shares of {} are only known to ±{:.1f} points (over 1): record longer or raise "
+                   "the rate (-r)\n",
+                   widest->threads > 1 ? fmt::format("the [{}] {} threads", widest->threads,
+                                                     escape_for_terminal(widest->name))
+                                       : "thread " + std::to_string(widest->tid),
+                   100 * widest->share_ci95());
+  }
 }
 
 }  // namespace

@@ -75,7 +75,9 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::Hold& x) { model_.hold(id, x.tid, x.ts, x.dur); },
           [&](const raw::Wait& x) { model_.wait(id, x.tid, x.ts, x.dur); },
           [&](const raw::Waiters& x) { model_.waiters(id, x.ts, static_cast<int>(x.n)); },
-          [&](const raw::ThreadState& x) { model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts); },
+          [&](const raw::ThreadState& x) {
+            model_.open_state(id, x.tid, role_of(x.role), x.since, x.ts, x.state_var_ns2);
+          },
           // Known only once the stop has ended: too late for a live view (left to the raw file and trace).
           [](const raw::ProcessStopped&) {},
           [&](const raw::GcCollection& x) { model_.gc_collection(id, x.generation, x.ts, x.dur, x.wait_ns); },

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 namespace gilspy::cli {
@@ -24,6 +25,7 @@ SummaryRow row_of(const raw::ThreadSummary& t) {
   r.holds = t.holds;
   r.longest_hold_ns = t.longest_hold_ns;
   r.longest_wait_ns = t.longest_wait_ns;
+  r.state_var_ns2 = t.state_var_ns2;
   return r;
 }
 
@@ -35,6 +37,8 @@ void merge_into(SummaryRow& group, const SummaryRow& r) {
   group.holds += r.holds;
   group.longest_hold_ns = std::max(group.longest_hold_ns, r.longest_hold_ns);
   group.longest_wait_ns = std::max(group.longest_wait_ns, r.longest_wait_ns);
+  group.state_var_ns2 =
+      group.state_var_ns2 < 0 || r.state_var_ns2 < 0 ? -1 : group.state_var_ns2 + r.state_var_ns2;
 }
 
 bool busier(const SummaryRow& a, const SummaryRow& b) {
@@ -50,6 +54,10 @@ double SummaryRow::hold_share() const {
 }
 double SummaryRow::wait_share() const {
   return share(wait_ns, life_ns);
+}
+double SummaryRow::share_ci95() const {
+  if (state_var_ns2 < 0 || life_ns <= 0) return -1;
+  return std::min(1.0, 1.96 * std::sqrt(state_var_ns2) / static_cast<double>(life_ns));
 }
 
 std::string name_pattern(const std::string& name) {
@@ -91,6 +99,7 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
       SummaryRow group;
       group.threads = 0;
       group.name = pattern;
+      group.state_var_ns2 = 0;
       for (const auto& r : members) merge_into(group, r);
       group.tid = std::min_element(members.begin(), members.end(), busier)->tid;
       rows.push_back(std::move(group));

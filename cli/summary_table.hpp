@@ -20,8 +20,10 @@ struct SummaryRow {
   int64_t hold_ns = 0, wait_ns = 0;
   uint64_t holds = 0;
   int64_t longest_hold_ns = 0, longest_wait_ns = 0;
+  double state_var_ns2 = -1;  // summed over a group's members; -1: not known for some member
   double hold_share() const;  // of the (summed) lifetime in the recording
   double wait_share() const;
+  double share_ci95() const;  // the 95 % interval's half-width of both shares; -1: not known
 };
 
 struct SummaryTable {

@@ -1,6 +1,7 @@
 #include "raw/summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gilspy::raw {
 
@@ -11,6 +12,11 @@ double ThreadSummary::hold_share() const {
 double ThreadSummary::wait_share() const {
   const int64_t life = last_ns - first_ns;
   return life > 0 ? static_cast<double>(wait_ns) / static_cast<double>(life) : 0.0;
+}
+double ThreadSummary::share_ci95() const {
+  const int64_t life = last_ns - first_ns;
+  if (state_var_ns2 < 0 || life <= 0) return -1;
+  return std::min(1.0, 1.96 * std::sqrt(state_var_ns2) / static_cast<double>(life));
 }
 
 void SummaryBuilder::add(const Record& r) {
@@ -42,6 +48,10 @@ void SummaryBuilder::add(const Record& r) {
                  [&](const ThreadEnd& x) {
                    ThreadSummary& t = thread(x.tid);
                    t.last_ns = std::max(t.last_ns, x.ts);
+                   if (x.state_se_ns >= 0) {
+                     const double se = static_cast<double>(x.state_se_ns);
+                     t.state_var_ns2 = std::max(0.0, t.state_var_ns2) + se * se;
+                   }
                  },
                  [&](const Hold& x) {
                    ThreadSummary& t = interval(x.tid, x.ts, x.dur);
@@ -99,6 +109,13 @@ double SummaryBuilder::gil_busy_share() const {
   return d > 0 ? static_cast<double>(total_hold_ns_) / static_cast<double>(d) : 0.0;
 }
 
+namespace {
+nlohmann::json ci95_json(const ThreadSummary& t) {
+  const double ci = t.share_ci95();
+  return ci < 0 ? nlohmann::json(nullptr) : nlohmann::json(ci);
+}
+}  // namespace
+
 nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loop) const {
   const double seconds = static_cast<double>(duration_ns()) / 1e9;
   nlohmann::json threads = nlohmann::json::array();
@@ -115,7 +132,9 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                        {"holds", t.holds},
                        {"waits", t.waits},
                        {"longest_hold_ns", t.longest_hold_ns},
-                       {"longest_wait_ns", t.longest_wait_ns}});
+                       {"longest_wait_ns", t.longest_wait_ns},
+                       {"hold_share_ci95", ci95_json(t)},
+                       {"wait_share_ci95", ci95_json(t)}});
   }
   nlohmann::json out = {{"duration_ns", duration_ns()},
                         {"stop_reason", loop.stop_reason},

@@ -24,6 +24,11 @@ struct ThreadSummary {
   int64_t longest_hold_ns = 0, longest_wait_ns = 0;
   double hold_share() const;  // of the thread's lifetime in the recording
   double wait_share() const;
+  // The variance (ns²) of its time in each state (raw ThreadEnd's state_se_ns, squared and summed over its
+  // ends); -1 when the recorder did not say (an older one, or a recording killed before the thread ended).
+  double state_var_ns2 = -1;
+  // The half-width of the 95 % confidence interval of hold_share() and wait_share(); -1: not known.
+  double share_ci95() const;
   std::string os_name;  // what the session named it from the OS (ThreadStart)
 };
 
@@ -36,7 +41,7 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   uint64_t dense_polls = 0;  // polls on the peak rate's period (adaptive mode)
   uint64_t placement_moves = 0;
   uint64_t budget_limited = 0;  // polls taken while the CPU budget held the peak rate down
-  uint64_t low_coverage = 0;    // polls taken while few hand-offs were seen, the budget's floor up to 4 ms
+  uint64_t low_coverage = 0;    // polls taken while few hand-offs were seen, the budget's floor up to 16 ms
   std::string stop_reason;
   bool threads_truncated = false;
   uint64_t counter_reads = 0,

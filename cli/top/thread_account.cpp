@@ -1,6 +1,7 @@
 #include "cli/top/thread_account.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gilspy::top {
 
@@ -74,7 +75,11 @@ Credited ThreadAccount::completed(Role role, int64_t start_ns, int64_t dur_ns, c
   return sum;
 }
 
-void ThreadAccount::open(Role role, int64_t since_ns, int64_t at_ns) {
+void ThreadAccount::open(Role role, int64_t since_ns, int64_t at_ns, double state_var_ns2) {
+  if (state_var_ns2 >= 0) {
+    if (var_now_ < 0) var_window_start_ = var_totals_start_ = 0;  // the sampler's figure covers its whole life
+    var_now_ = std::max(var_now_, state_var_ns2);
+  }
   // A report older than an interval that has already completed (they crossed on the way) is stale.
   if (is_ended() || since_ns < last_completed_end_ns_ || at_ns < last_completed_end_ns_) return;
   seen(since_ns);
@@ -118,6 +123,9 @@ Credited ThreadAccount::close_window(int64_t now_ns, const Bounds& b, ThreadFigu
   }
   interval = figures(window_, b.window_start_ns, now_ns);
   total = figures(total_, b.totals_start_ns, now_ns);
+  interval.share_ci95 = ci95(var_window_start_, interval.lifetime_ns);
+  total.share_ci95 = ci95(var_totals_start_, total.lifetime_ns);
+  var_window_start_ = var_now_;
   window_ = Tally{};
   return sum;
 }
@@ -125,6 +133,12 @@ Credited ThreadAccount::close_window(int64_t now_ns, const Bounds& b, ThreadFigu
 void ThreadAccount::reset_totals() {
   window_ = Tally{};
   total_ = Tally{};
+  var_totals_start_ = var_now_;
+}
+
+double ThreadAccount::ci95(double var_start, int64_t lifetime_ns) const {
+  if (var_now_ < 0 || var_start < 0 || lifetime_ns <= 0) return -1;
+  return std::min(1.0, 1.96 * std::sqrt(var_now_ - var_start) / static_cast<double>(lifetime_ns));
 }
 
 ThreadFigures ThreadAccount::figures(const Tally& t, int64_t period_start_ns, int64_t now_ns) const {

@@ -36,7 +36,8 @@ class ThreadAccount {
 
   Credited completed(Role role, int64_t start_ns, int64_t dur_ns, const Bounds& b);
   // The interval open at `at_ns` (when the sampler last looked) began at `since_ns`.
-  void open(Role role, int64_t since_ns, int64_t at_ns);
+  // `state_var_ns2`: the sampler's variance of its time in each state so far (-1: not known).
+  void open(Role role, int64_t since_ns, int64_t at_ns, double state_var_ns2 = -1);
 
   // Credits the open interval up to `now_ns` (it is still open as far as anyone knows; the error is at most the
   // time a completed interval takes to reach the model), fills the figures of the window and the totals, and
@@ -65,6 +66,7 @@ class ThreadAccount {
 
   Credited add_piece(Role role, int64_t a, int64_t e, const Bounds& b);
   ThreadFigures figures(const Tally& t, int64_t period_start_ns, int64_t now_ns) const;
+  double ci95(double var_start, int64_t lifetime_ns) const;  // of a period whose variance began at var_start
 
   int64_t first_ns_ = -1, ended_ns_ = -1;
   int64_t last_completed_end_ns_ = -1;
@@ -74,6 +76,9 @@ class ThreadAccount {
   std::vector<Credit> credits_;
   Credit* credit_for(Role role, int64_t since_ns);
   Tally window_, total_;
+  // The sampler's running variance, now and where the window and the totals began: a period's own is the
+  // difference (the polls' errors are independent). -1: not known yet.
+  double var_now_ = -1, var_window_start_ = -1, var_totals_start_ = -1;
 };
 
 }  // namespace gilspy::top

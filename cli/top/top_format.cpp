@@ -96,7 +96,7 @@ std::string emit(const Line& line, std::size_t width, bool colour) {
 
 namespace {
 
-constexpr std::size_t kNameMin = 8, kNameMax = 28, kBarWidth = 10;
+constexpr std::size_t kNameMin = 8, kNameComfort = 16, kNameMax = 28, kBarWidth = 10;
 
 struct ColumnSpec {
   Col col;
@@ -107,11 +107,12 @@ struct ColumnSpec {
 
 constexpr std::size_t kFunctionWidth = 30;
 
-constexpr std::array<ColumnSpec, 11> kColumns{{
+constexpr std::array<ColumnSpec, 12> kColumns{{
     {Col::kTid, "TID", 7, 100},
     {Col::kName, "NAME", kNameMin, 40},
     {Col::kHold, "HOLD%", 5, 90},
     {Col::kWait, "WAIT%", 5, 80},
+    {Col::kCi95, "±95", 4, 60},  // HOLD% and WAIT% lie within this many points of the truth, 19 times in 20
     {Col::kReleased, "REL%", 5, 1},
     {Col::kHoldsPerS, "HOLDS/S", 7, 10},
     {Col::kMeanHold, "MEAN HOLD", 9, 2},
@@ -141,10 +142,14 @@ TableLayout layout_table(std::size_t width) {
     for (const ColumnSpec& c : kept) sum += c.width;
     return sum;
   };
-  while (needed() > width) {
+  // Past the columns that do not fit, those that matter less than the name go while it would be cut shorter
+  // than kNameComfort: "worker-1 (ended)" in full beats a mean hold.
+  const auto name_short = [&] { return needed() + (kNameComfort - kNameMin) > width; };
+  while (needed() > width || name_short()) {
     auto least = std::min_element(kept.begin(), kept.end(),
                                   [](const ColumnSpec& a, const ColumnSpec& b) { return a.keep < b.keep; });
     if (least->keep >= kAlwaysKept) break;  // what is left is cut at the screen's edge
+    if (needed() <= width && least->keep >= spec(Col::kName).keep) break;
     kept.erase(least);
   }
   TableLayout l;
@@ -198,6 +203,7 @@ Line table_row(const TableLayout& layout, const ThreadRow& t, bool totals) {
       case Col::kName: value = escape_for_terminal(t.name) + (t.ended ? " (ended)" : ""); break;
       case Col::kHold: value = format_percent(f.hold_share); break;
       case Col::kWait: value = format_percent(f.wait_share); break;
+      case Col::kCi95: value = f.share_ci95 < 0 ? "?" : format_percent(f.share_ci95); break;
       case Col::kReleased: value = format_percent(f.released_share); break;
       case Col::kHoldsPerS: value = format_rate(f.holds_per_s); break;
       case Col::kMeanHold: value = format_duration(f.mean_hold_ns); break;

@@ -48,7 +48,20 @@ std::string emit(const Line& line, std::size_t width, bool colour);
 
 // ---- the thread table --------------------------------------------------------------------------------------
 
-enum class Col { kTid, kName, kHold, kWait, kReleased, kHoldsPerS, kMeanHold, kMaxHold, kMaxWait, kBar, kFunction };
+enum class Col {
+  kTid,
+  kName,
+  kHold,
+  kWait,
+  kCi95,
+  kReleased,
+  kHoldsPerS,
+  kMeanHold,
+  kMaxHold,
+  kMaxWait,
+  kBar,
+  kFunction
+};
 
 struct TableLayout {
   std::vector<Col> columns;  // in display order

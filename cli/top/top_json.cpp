@@ -44,6 +44,7 @@ nlohmann::json thread_figures(const ThreadFigures& f) {
           {"hold", f.hold_share},
           {"wait", f.wait_share},
           {"released", f.released_share},
+          {"share_ci95", f.share_ci95 < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.share_ci95)},
           {"holds", f.holds},
           {"holds_per_s", f.holds_per_s},
           {"mean_hold_s", seconds(f.mean_hold_ns)},

@@ -80,10 +80,11 @@ void TopModel::wait(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns) 
   completed(id, tid, Role::kWaiting, start_ns, dur_ns);
 }
 
-void TopModel::open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns) {
+void TopModel::open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns,
+                          double state_var_ns2) {
   Process& p = process(id);
   p.note(since_ns);
-  p.thread(tid).account.open(role, since_ns, at_ns);
+  p.thread(tid).account.open(role, since_ns, at_ns, state_var_ns2);
 }
 
 void TopModel::waiters(uint32_t id, int64_t ts_ns, int n) {

@@ -38,7 +38,8 @@ class TopModel {
   void thread_ended(uint32_t id, int64_t tid, int64_t ts_ns);
   void hold(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
   void wait(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
-  void open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns);
+  // `state_var_ns2`: the sampler's variance of the thread's time in each state so far (raw::ThreadState).
+  void open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns, double state_var_ns2 = -1);
   void waiters(uint32_t id, int64_t ts_ns, int n);
   void stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, std::vector<Figure> extra = {});
   void process_ended(uint32_t id, int64_t ts_ns);

@@ -69,6 +69,7 @@ struct ThreadFigures {
   double holds_per_s = 0;  // per second of the thread's lifetime in the period
   int64_t mean_hold_ns = 0;  // over the holds that completed in the period (0 when none)
   int64_t longest_hold_ns = 0, longest_wait_ns = 0;  // completed ones, and the one still open
+  double share_ci95 = -1;  // the 95 % interval's half-width of hold_share and wait_share; -1: not known
 };
 
 struct ThreadRow {

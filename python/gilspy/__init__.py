@@ -168,7 +168,8 @@ class Recording:
         """Ends the recording (now, if it is still running) and returns the files written per pid:
         {pid: {"raw": path, "trace": path or None, "summary": {...}, "rank", "ns_pid", "python_version",
         "command", "stop_reason"}}; "summary" is the raw file's (docs/raw-format.md): duration_ns,
-        gil_busy_share, coverage, and per thread hold_ns, wait_ns, hold_share, wait_share, holds, ..."""
+        gil_busy_share, coverage, and per thread hold_ns, wait_ns, hold_share, wait_share,
+        hold_share_ci95 / wait_share_ci95 (each share lies within that of the truth 19 times in 20), holds, ..."""
         if self.files is not None:
             return self.files
         if self._proc.poll() is None:

@@ -284,3 +284,36 @@ TEST_CASE("record summary: gilspy's own CPU, against --cpu-budget; over it is sa
   CHECK(contains(over, "gilspy's CPU: 6.1 % of a core while recording (--cpu-budget 5 %: over it;"));
   CHECK(contains(over, "--no-stacks"));
 }
+
+TEST_CASE("record summary: each thread's ±95 from its ends' standard errors; wider than 1 point is said") {
+  Recorded r;
+  r.summary.add(gilspy::raw::ThreadStart{.tid = 100, .ts = 0, .tstate = 2, .name = "sure"});
+  r.summary.add(gilspy::raw::ThreadStart{.tid = 101, .ts = 0, .tstate = 3, .name = "unsure"});
+  r.summary.add(gilspy::raw::ThreadStart{.tid = 102, .ts = 0, .tstate = 4, .name = "older file"});
+  for (const int64_t tid : {100, 101, 102}) r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 0, .dur = kSecond});
+  // Over 10 s: se 10 ms -> 1.96 * 0.1 % = ±0.2 points; se 60 ms -> ±1.2 points; none -> not known.
+  r.summary.add(gilspy::raw::ThreadEnd{.tid = 100, .ts = 10 * kSecond, .state_se_ns = 10'000'000});
+  r.summary.add(gilspy::raw::ThreadEnd{.tid = 101, .ts = 10 * kSecond, .state_se_ns = 60'000'000});
+  r.summary.add(gilspy::raw::ThreadEnd{.tid = 102, .ts = 10 * kSecond});
+  r.summary.set_end(10 * kSecond);
+  const std::string text = summary_text(r);
+  const auto row = [&](const std::string& name) {
+    for (const auto& l : lines_of(text)) {
+      if (contains(l, name)) return l;
+    }
+    return std::string();
+  };
+  CHECK(contains(row("sure"), " 0.2 "));
+  CHECK(contains(row("unsure"), " 1.2 "));
+  CHECK(contains(row("older file"), " ? "));
+  CHECK(contains(text, "note: the shares of thread 101 are only known to ±1.2 points (over 1): record longer or "
+                       "raise the rate (-r)"));
+  // The raw file's summary says the same: 1.96 * 60 ms / 10 s, and null where not known.
+  const auto json = r.summary.to_json(10000, r.loop);
+  for (const auto& t : json.at("threads")) {
+    const int64_t tid = t.at("tid").get<int64_t>();
+    if (tid == 101) CHECK(t.at("hold_share_ci95").get<double>() == doctest::Approx(1.96 * 0.006));
+    if (tid == 101) CHECK(t.at("wait_share_ci95").get<double>() == doctest::Approx(1.96 * 0.006));
+    if (tid == 102) CHECK(t.at("hold_share_ci95").is_null());
+  }
+}

@@ -298,3 +298,21 @@ TEST_CASE("top model: events before add_process are kept") {
   CHECK(s.processes[0].pid == 99);
   CHECK(find(s, kTid)->interval.hold_share == doctest::Approx(0.1));
 }
+
+TEST_CASE("top model: each window's ±95 comes from the sampler's variance added during it") {
+  auto m = model_with_thread();
+  // No variance reported yet: not known.
+  auto s = m.snapshot(ms(1000));
+  CHECK(find(s, kTid)->interval.share_ci95 < 0);
+  // By 1.5 s the sampler's running variance is (5 ms)² (its whole life), by 2.9 s (13 ms)².
+  m.open_state(kId, kTid, Role::kHolding, ms(1200), ms(1500), 25e12);
+  m.open_state(kId, kTid, Role::kHolding, ms(1200), ms(2900), 169e12);
+  s = m.snapshot(ms(2000));
+  // The window (1 s .. 2 s) holds all 169e12 of it: 1.96 * 13 ms / 1 s.
+  CHECK(find(s, kTid)->interval.share_ci95 == doctest::Approx(1.96 * 0.013));
+  CHECK(find(s, kTid)->total.share_ci95 == doctest::Approx(1.96 * 0.013 / 2));
+  m.open_state(kId, kTid, Role::kHolding, ms(1200), ms(3900), 169e12 + 144e12);
+  s = m.snapshot(ms(3000));
+  // The next window only what was added since: (12 ms)².
+  CHECK(find(s, kTid)->interval.share_ci95 == doctest::Approx(1.96 * 0.012));
+}
