@@ -29,6 +29,12 @@ WORKLOAD_NAMES = {
 }
 
 
+
+def stop_on_sigterm():
+    """A bench killed with SIGTERM (kill, timeout) unwinds like Ctrl+C: its `finally` blocks stop the workloads and
+    gilspy it started, instead of leaving them spinning a core under the next measurement."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
 def monotonic_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 

@@ -73,7 +73,10 @@ def run_one(python, workload, mode, args):
     row = {"python": wl.ready["python"], "python_path": python, "workload": workload, "pid": wl.pid,
            "mode": label, "mode_args": shlex.join(words)}
     try:
-        gs = benchlib.Gilspy(args.gilspy, wl.pid, None, extra=words, prefix=args.prefix.split())
+        binary = args.gilspy
+        if words[:1] and words[0].startswith("@"):  # another build, side by side with --gilspy's (as cost.py)
+            binary, words = benchlib.snapshot_gilspy(words[0][1:]), words[1:]
+        gs = benchlib.Gilspy(binary, wl.pid, None, extra=words, prefix=args.prefix.split())
         try:
             tracer = uprobe_gil.UprobeTracer(wl.pid, args.lead, args.window, events=args.confusion,
                                              gil_addr=lock_address(args, wl.pid)).start()
@@ -303,7 +306,8 @@ def main():
     ap.add_argument("--busy", action="store_true", help="gilspy --busy (with --rate)")
     ap.add_argument("--modes", default="",
                     help="'label=ARGS,...': each (interpreter, workload) is run once per mode, ARGS being gilspy "
-                         "record options (empty: gilspy's defaults), e.g. 'default=,r1k=-r 1000,busy=--busy -r "
+                         "record options (empty: gilspy's defaults; @PATH first: the gilspy at PATH, 'old=@/tmp/gilspy-old'), "
+                         "e.g. 'default=,r1k=-r 1000,busy=--busy -r "
                          "100000'. Not with --rate / --busy. Default: one mode 'default', gilspy's defaults")
     ap.add_argument("--gilspy", default=benchlib.default_gilspy())
     ap.add_argument("--prefix", default="", help="command words before gilspy, e.g. 'chrt -f 10' (real-time "
@@ -323,6 +327,7 @@ def main():
                     help="also print every transition from bpftrace (costly: ~8 µs per event in the target) and "
                          "show, per thread, how much time gilspy put in the wrong state")
     args = ap.parse_args()
+    benchlib.stop_on_sigterm()
     args.modes = modes_of(args)
     if not args.gilspy:
         benchlib.die("gilspy not found: build it (cmake --build build) or pass --gilspy")

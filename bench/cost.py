@@ -580,6 +580,7 @@ def main():
     ap.add_argument("--json-out")
     ap.add_argument("--report", metavar="JSON", help="print the tables of an earlier --json-out file, measure nothing")
     args = ap.parse_args()
+    benchlib.stop_on_sigterm()
     if args.report:
         with open(args.report) as f:
             for run in json.load(f)["throughput"]:
