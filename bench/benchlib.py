@@ -355,14 +355,31 @@ class Raw:
         self.threads = {}
         self.holds = {}
         self.waits = {}
+        self.life = {}  # tid -> [first, last] ns: its T line to its E line
+        self.state_se = {}  # tid -> the standard error (ns) of its time in each state, from its E lines
         for e in doc["events"]:
             k = e[0]
-            if k == "H":
+            if k == "E":
+                self.life.setdefault(e[1], [base, base])[1] = base + e[2]
+                if len(e) > 3:
+                    self.state_se[e[1]] = (self.state_se.get(e[1], 0) ** 2 + e[3] ** 2) ** 0.5
+            elif k == "H":
                 self.holds.setdefault(e[1], []).append((base + e[2], base + e[2] + e[3]))
             elif k == "W":
                 self.waits.setdefault(e[1], []).append((base + e[2], base + e[2] + e[3]))
             elif k == "T":
                 self.threads[e[1]] = e[3]
+                self.life.setdefault(e[1], [base + e[2], base + e[2]])
+
+    def ci95_share(self, tid, S, E):
+        """The half-width of the 95 % interval gilspy gives the thread's shares of the window [S, E], or None: its
+        variance over its life, taken as spread evenly over it (the part inside the window, in proportion)."""
+        se = self.state_se.get(tid)
+        first, last = self.life.get(tid, (0, 0))
+        inside = min(last, E) - max(first, S)
+        if se is None or last <= first or inside <= 0:
+            return None
+        return 1.96 * (se * se * inside / (last - first)) ** 0.5 / (E - S)
 
     def first_seen_ns(self):
         return self.start_ns

@@ -169,6 +169,10 @@ def run_one(python, workload, mode, args):
             t["u_probe"] = probe
             t["da_hold_pp"] = 100 * (t["g_hold"] - (t["u_hold"] + probe))
             t["da_wait_pp"] = 100 * (t["g_wait"] - (t["u_wait"] - probe))
+            ci = raw.ci95_share(tid, S, E)
+            t["ci95_pp"] = None if ci is None else 100 * ci
+            # The uprobes (their cost taken out) inside gilspy's interval, on both shares.
+            t["in_ci"] = None if ci is None else (abs(t["da_hold_pp"]) <= 100 * ci and abs(t["da_wait_pp"]) <= 100 * ci)
         threads.append(t)
     row["threads"] = threads
     row["g_busy"] = sum(t["g_hold"] for t in threads)
@@ -181,6 +185,8 @@ def run_one(python, workload, mode, args):
         row["max_da_hold_pp"] = max(abs(t["da_hold_pp"]) for t in threads)
         row["max_da_wait_pp"] = max(abs(t["da_wait_pp"]) for t in threads)
         row["probe_cost_ns"] = args.probe_cost_ns
+        judged = [t["in_ci"] for t in threads if t.get("in_ci") is not None]
+        row["in_ci_share"] = sum(judged) / len(judged) if judged else None
         row["same_threads"] = sorted(raw.threads) == sorted(up["tids_seen"])
         row["threads_only_gilspy"] = sorted(set(raw.threads) - set(up["tids_seen"]))
         row["threads_only_uprobe"] = sorted(set(up["tids_seen"]) - set(raw.threads))
@@ -206,12 +212,15 @@ def print_row(row, brief):
     W = (row["window"][1] - row["window"][0]) / 1e9
     if not brief:
         print(f"   {'TID':>7} {'ROLE':<8} {'HOLD% up':>8} {'gilspy':>7} {'Δpp':>6} {'adj':>6}   {'WAIT% up':>8} "
-              f"{'gilspy':>7} {'Δpp':>6} {'adj':>6}   {'HOLDS up':>8} {'<100µs':>7} {'gilspy':>7}")
+              f"{'gilspy':>7} {'Δpp':>6} {'adj':>6}   {'HOLDS up':>8} {'<100µs':>7} {'gilspy':>7}   {'±95':>5} inside")
         for t in row["threads"]:
             if up:
+                ci = "-" if t.get("ci95_pp") is None else f"{t['ci95_pp']:.2f}"
+                inside = {None: "-", True: "yes", False: "NO"}[t.get("in_ci")]
                 print(f"   {t['tid']:>7} {t['role']:<8} {pct(t['u_hold']):>8} {pct(t['g_hold']):>7} {t['d_hold_pp']:+6.2f} "
                       f"{t['da_hold_pp']:+6.2f}   {pct(t['u_wait']):>8} {pct(t['g_wait']):>7} {t['d_wait_pp']:+6.2f} "
-                      f"{t['da_wait_pp']:+6.2f}   {t['u_holds']:>8} {t['u_holds_short']:>7} {t['g_holds']:>7}")
+                      f"{t['da_wait_pp']:+6.2f}   {t['u_holds']:>8} {t['u_holds_short']:>7} {t['g_holds']:>7}   "
+                      f"{ci:>5} {inside}")
             else:
                 print(f"   {t['tid']:>7} {t['role']:<8} {'-':>8} {pct(t['g_hold']):>7} {'-':>6} {'-':>6}   {'-':>8} "
                       f"{pct(t['g_wait']):>7} {'-':>6} {'-':>6}   {'-':>8} {'-':>7} {t['g_holds']:>7}")
@@ -251,11 +260,12 @@ def print_row(row, brief):
 
 
 def print_summary(rows):
-    print("\n== Summary (targets on a, b, d: every thread's hold within 1 pp, wait within 3 pp of the uprobes; "
-          "'adj' moves the uretprobe's own cost from their wait to their hold; the verdict uses adj)")
+    print("\n== Summary (targets on every workload but c: every thread's hold within 1 pp, wait within 3 pp of the "
+          "uprobes; 'adj' moves the uretprobe's own cost from their wait to their hold; the verdict uses adj; "
+          "'in 95%': threads whose adj hold and wait both lie inside gilspy's 95 % interval)")
     mw = max([4] + [len(r.get("mode", "")) for r in rows])
     print(f"   {'PYTHON':<8} {'WL':<2} {'MODE':<{mw}} {'max|Δhold|':>10} {'adj':>5} {'max|Δwait|':>10} {'adj':>5} {'busy up':>8} "
-          f"{'gilspy':>7} {'coverage':>9} {'hand-offs/s':>11} {'holds up':>9} {'gilspy':>7} {'rate Hz':>8} {'late':>6}  verdict")
+          f"{'gilspy':>7} {'coverage':>9} {'hand-offs/s':>11} {'holds up':>9} {'gilspy':>7} {'rate Hz':>8} {'late':>6} {'in 95%':>6}  verdict")
     for row in rows:
         if "threads" not in row:
             print(f"   {row['python']:<8} {row['workload']:<2} {row['mode']:<{mw}} {'error: ' + row.get('error', '?')[:80]}")
@@ -264,14 +274,16 @@ def print_summary(rows):
         W = (row["window"][1] - row["window"][0]) / 1e9
         if "uprobe" in row:
             ok = row["max_da_hold_pp"] <= HOLD_TARGET_PP and row["max_da_wait_pp"] <= WAIT_TARGET_PP
-            verdict = ("ok" if ok else "MISS") if row["workload"] in "abd" else "(no target)"
+            verdict = ("ok" if ok else "MISS") if row["workload"] != "c" else "(no target)"
+            share = row.get("in_ci_share")
+            in_ci = "-" if share is None else f"{100 * share:.0f}%"
             if row.get("error"):
                 verdict += " (invalid: " + row["error"][:40] + ")"
             print(f"   {row['python']:<8} {row['workload']:<2} {row['mode']:<{mw}} {row['max_d_hold_pp']:9.2f}  {row['max_da_hold_pp']:5.2f} "
                   f"{row['max_d_wait_pp']:9.2f}  {row['max_da_wait_pp']:5.2f} "
                   f"{pct(row['u_busy']):>8} {pct(row['g_busy']):>7} {100 * (g['coverage'] or 0):8.1f}% "
                   f"{row['uprobe']['switches'] / W:11.0f} {row['u_holds_window']:>9} {row['g_holds_window']:>7} "
-                  f"{g['rate_achieved_hz']:8.0f} {g['late_polls']:>6}  {verdict}")
+                  f"{g['rate_achieved_hz']:8.0f} {g['late_polls']:>6} {in_ci:>6}  {verdict}")
         else:
             print(f"   {row['python']:<8} {row['workload']:<2} {row['mode']:<{mw}} {'-':>10} {'-':>5} {'-':>10} {'-':>5} {'-':>8} {pct(row['g_busy']):>7} "
                   f"{100 * (g['coverage'] or 0):8.1f}% {'-':>11} {'-':>9} {row['g_holds_window']:>7} "

@@ -4,8 +4,9 @@
 Reads what `compare.py --modes ... --json-out` and `cost.py --modes ... --json-out` wrote (scripts/bench.sh runs
 both with the same MODES) and matches the modes by label. Per mode:
   - accuracy (compare.json): the worst max |Δhold| and max |Δwait| ('adj' columns: the uretprobe's own cost
-    moved from the uprobes' wait to their hold) over all interpreters, per workload a / b / d, and the verdict
-    against the targets (every thread's hold within 1 pp, wait within 3 pp, on every interpreter and a, b, d);
+    moved from the uprobes' wait to their hold) over all interpreters, per workload a, b, d-h, the share of
+    thread-windows whose uprobe shares lie inside gilspy's 95 % interval, and the verdict
+    against the targets (every thread's hold within 1 pp, wait within 3 pp, on every interpreter and workload);
   - gilspy's mean poll rate there (summary rate_achieved_hz; median over the interpreters, per workload);
   - cost (cost.json): per cost workload, the target's change against the neighbouring untraced phases (median
     over the reps; each rep's change is the mean over the workload's roles, each role counted once), wall and
@@ -27,7 +28,7 @@ import cost  # noqa: E402
 
 HOLD_TARGET_PP = 1.0
 WAIT_TARGET_PP = 3.0
-ACC_WORKLOADS = ("a", "b", "d")
+ACC_WORKLOADS = ("a", "b", "d", "e", "f", "g", "h")  # c: its write thread is in its own noise
 CPU_ONLY = ("d",)  # cost workloads shown by gilspy's CPU only (16 threads: what gilspy's CPU does with many)
 
 
@@ -54,7 +55,7 @@ def accuracy(rows):
     for row in rows:
         label = row.get("mode", "default")
         m = out.setdefault(label, {"args": row.get("mode_args", ""), "wl": {}, "misses": [], "errors": [],
-                                   "no_truth": 0, "pythons": set()})
+                                   "no_truth": 0, "pythons": set(), "in_ci": []})
         w = row["workload"]
         if w not in ACC_WORKLOADS:
             continue
@@ -69,6 +70,7 @@ def accuracy(rows):
         if "max_da_hold_pp" not in row:
             m["no_truth"] += 1
             continue
+        m["in_ci"] += [t["in_ci"] for t in row["threads"] if t.get("in_ci") is not None]
         e["hold"] = max(e["hold"] or 0.0, row["max_da_hold_pp"])
         e["wait"] = max(e["wait"] or 0.0, row["max_da_wait_pp"])
         if row["max_da_hold_pp"] > HOLD_TARGET_PP:
@@ -143,8 +145,9 @@ def table(cmp_rows, cost_doc, max_foreign=None, legend=True):
     labels = list(acc) + [lbl for lbl in cst if lbl not in acc]
     slow_wls = [w for w in cost_wls if w not in CPU_ONLY]
     cpu_wls = [w for w in cost_wls if w in CPU_ONLY]
-    head = ["mode", "gilspy args", "max \\|Δhold\\| pp a / b / d", "max \\|Δwait\\| pp a / b / d",
-            "verdict (hold ≤ 1, wait ≤ 3 pp)", "poll Hz a / b / d"]
+    wls = " / ".join(ACC_WORKLOADS)
+    head = ["mode", "gilspy args", f"max \\|Δhold\\| pp {wls}", f"max \\|Δwait\\| pp {wls}",
+            "uprobes inside gilspy's 95 %", "verdict (hold ≤ 1, wait ≤ 3 pp)", f"poll Hz {wls}"]
     for w in slow_wls:
         head += [f"{w}: target %, wall (per CPU-s)", f"{w}: gilspy CPU %"]
     for w in cpu_wls:
@@ -163,11 +166,12 @@ def table(cmp_rows, cost_doc, max_foreign=None, legend=True):
         if a:
             cells.append(" / ".join(fnum(a["wl"].get(w, {}).get("hold")) for w in ACC_WORKLOADS))
             cells.append(" / ".join(fnum(a["wl"].get(w, {}).get("wait")) for w in ACC_WORKLOADS))
+            cells.append(f"{100 * sum(a['in_ci']) / len(a['in_ci']):.0f} % of {len(a['in_ci'])}" if a["in_ci"] else "-")
             cells.append(a["verdict"])
             cells.append(" / ".join(hz(statistics.median(a["wl"][w]["hz"]))
                                     if a["wl"].get(w, {}).get("hz") else "-" for w in ACC_WORKLOADS))
         else:
-            cells += ["-", "-", "not in compare.json" if cmp_rows else "-", "-"]
+            cells += ["-", "-", "-", "not in compare.json" if cmp_rows else "-", "-"]
         for w in slow_wls:
             e = (c or {}).get("wl", {}).get(w)
             if e:
@@ -183,6 +187,7 @@ def table(cmp_rows, cost_doc, max_foreign=None, legend=True):
         lines += ["",
                   "max |Δhold|, |Δwait|: worst over the interpreters of the largest per-thread difference from the uprobes "
                   "(pp of the window, 'adj': the uretprobe's own cost moved from their wait to their hold). "
+                  "Uprobes inside: thread-windows whose adj hold and wait both lie within gilspy's 95 % interval. "
                   "Poll Hz: gilspy's mean rate (summary rate_achieved_hz), median over the interpreters. "
                   "Target %: change of the target's throughput against the untraced phases around each traced one, "
                   "median over the reps (each rep: mean over the workload's thread roles); in brackets per second of "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gilspy's accuracy and cost benchmark (bench/README.md): builds if needed, then, for every mode in MODES
 # (gilspy settings: the default adaptive schedule, fixed rates, --busy),
-#   1. bench/compare.py: gilspy against uprobe ground truth, every pyenv interpreter 3.8-3.13, workloads a-d
+#   1. bench/compare.py: gilspy against uprobe ground truth, every pyenv interpreter 3.8-3.13, workloads a-h
 #   2. bench/cost.py:    target throughput untraced / under each mode (alternated) on workloads b, c, the
 #                        thread-per-request server and d (16 threads: gilspy's CPU), and gilspy's CPU
 #   3. bench/table.py:   one markdown table, a row per mode: worst error per workload against cost
@@ -12,7 +12,7 @@
 # Usage: scripts/bench.sh [--quick] [--compare-only|--cost-only]
 #   env: MODES ("label=gilspy args,...", default below), PYTHONS (3.8,...,3.13; --quick: 3.11), COST_PYTHON (3.11),
 #        WINDOW (compare's window, 3 s; --quick 1), PHASE (cost's phase, 1.5 s; --quick 1), REPS (cost's pairs
-#        per mode, 5; --quick 1), COMPARE_WORKLOADS (a,b,c,d), COST_WORKLOADS (b,c,server,d),
+#        per mode, 5; --quick 1), COMPARE_WORKLOADS (a-h), COST_WORKLOADS (b,c,server,d),
 #        GILSPY_PREFIX (e.g. "chrt -f 10"), BENCH_OUT (build/bench), PERF=1 (cost.py --perf: the target's context
 #        switches), COST_UPROBES=1 (cost.py also measures the uprobes' cost), FLOOR=1 (cost.py --floor: the
 #        stand-in poller), SUSTAIN=1 (cost.py's sustained-rate table); each of the last three adds minutes
@@ -39,7 +39,7 @@ COST_PYTHON=${COST_PYTHON:-3.11}
 WINDOW=${WINDOW:-3}
 PHASE=${PHASE:-1.5}
 REPS=${REPS:-5}
-COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-a,b,c,d}
+COMPARE_WORKLOADS=${COMPARE_WORKLOADS:-a,b,c,d,e,f,g,h}
 COST_WORKLOADS=${COST_WORKLOADS:-b,c,server,d}
 OUT=${BENCH_OUT:-build/bench}
 mkdir -p "$OUT"
