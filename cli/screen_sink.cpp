@@ -69,7 +69,7 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
             life.threads.insert(x.tid);
           },
           [&](const raw::ThreadEnd& x) {
-            model_.thread_ended(id, x.tid, x.ts);
+            model_.thread_ended(id, x.tid, x.ts, x.state_se_ns);
             if (life.threads.erase(x.tid) > 0) life.last_end_ns = x.ts;
           },
           [&](const raw::Hold& x) { model_.hold(id, x.tid, x.ts, x.dur); },

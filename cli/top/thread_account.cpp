@@ -13,7 +13,9 @@ void ThreadAccount::seen(int64_t ts_ns) {
   if (first_ns_ < 0 || ts_ns < first_ns_) first_ns_ = ts_ns;
 }
 
-void ThreadAccount::ended(int64_t ts_ns) {
+void ThreadAccount::ended(int64_t ts_ns, int64_t state_se_ns) {
+  // Its final variance: what the last stats tick's ThreadState said plus the polls since.
+  if (state_se_ns >= 0) note_variance(static_cast<double>(state_se_ns) * static_cast<double>(state_se_ns));
   seen(ts_ns);
   if (ended_ns_ < 0 || ts_ns < ended_ns_) ended_ns_ = ts_ns;
 }
@@ -75,11 +77,13 @@ Credited ThreadAccount::completed(Role role, int64_t start_ns, int64_t dur_ns, c
   return sum;
 }
 
+void ThreadAccount::note_variance(double state_var_ns2) {
+  if (var_now_ < 0) var_window_start_ = var_totals_start_ = 0;  // the sampler's figure covers its whole life
+  var_now_ = std::max(var_now_, state_var_ns2);
+}
+
 void ThreadAccount::open(Role role, int64_t since_ns, int64_t at_ns, double state_var_ns2) {
-  if (state_var_ns2 >= 0) {
-    if (var_now_ < 0) var_window_start_ = var_totals_start_ = 0;  // the sampler's figure covers its whole life
-    var_now_ = std::max(var_now_, state_var_ns2);
-  }
+  if (state_var_ns2 >= 0) note_variance(state_var_ns2);
   // A report older than an interval that has already completed (they crossed on the way) is stale.
   if (is_ended() || since_ns < last_completed_end_ns_ || at_ns < last_completed_end_ns_) return;
   seen(since_ns);

@@ -31,7 +31,7 @@ class ThreadAccount {
  public:
   // Lifetime: the earliest moment the thread was seen (start, an interval, an open state) to its end or now.
   void seen(int64_t ts_ns);
-  void ended(int64_t ts_ns);
+  void ended(int64_t ts_ns, int64_t state_se_ns = -1);  // state_se_ns: its life's standard error, or -1
   bool is_ended() const { return ended_ns_ >= 0; }
 
   Credited completed(Role role, int64_t start_ns, int64_t dur_ns, const Bounds& b);
@@ -66,7 +66,8 @@ class ThreadAccount {
 
   Credited add_piece(Role role, int64_t a, int64_t e, const Bounds& b);
   ThreadFigures figures(const Tally& t, int64_t period_start_ns, int64_t now_ns) const;
-  double ci95(double var_start, int64_t lifetime_ns) const;  // of a period whose variance began at var_start
+  double ci95(double var_start, int64_t lifetime_ns) const;
+  void note_variance(double state_var_ns2);  // the sampler's running variance of its life, so far  // of a period whose variance began at var_start
 
   int64_t first_ns_ = -1, ended_ns_ = -1;
   int64_t last_completed_end_ns_ = -1;

@@ -58,10 +58,10 @@ void TopModel::thread_function(uint32_t id, int64_t tid, std::string function) {
   if (!function.empty()) process(id).thread(tid).function = std::move(function);
 }
 
-void TopModel::thread_ended(uint32_t id, int64_t tid, int64_t ts_ns) {
+void TopModel::thread_ended(uint32_t id, int64_t tid, int64_t ts_ns, int64_t state_se_ns) {
   Process& p = process(id);
   p.note(ts_ns);
-  p.thread(tid).account.ended(ts_ns);
+  p.thread(tid).account.ended(ts_ns, state_se_ns);
 }
 
 void TopModel::completed(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns) {

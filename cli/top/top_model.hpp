@@ -35,7 +35,8 @@ class TopModel {
   void thread_named(uint32_t id, int64_t tid, std::string name);  // its Python name, once read or renamed
   // The function it was in at its last stack sample (a hold's start, every 10 ms of a hold, a wait's start).
   void thread_function(uint32_t id, int64_t tid, std::string function);
-  void thread_ended(uint32_t id, int64_t tid, int64_t ts_ns);
+  // `state_se_ns`: the sampler's standard error of its time in each state over its life (-1: not known).
+  void thread_ended(uint32_t id, int64_t tid, int64_t ts_ns, int64_t state_se_ns = -1);
   void hold(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
   void wait(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
   // `state_var_ns2`: the sampler's variance of the thread's time in each state so far (raw::ThreadState).

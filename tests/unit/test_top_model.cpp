@@ -316,3 +316,13 @@ TEST_CASE("top model: each window's ±95 comes from the sampler's variance added
   // The next window only what was added since: (12 ms)².
   CHECK(find(s, kTid)->interval.share_ci95 == doctest::Approx(1.96 * 0.012));
 }
+
+TEST_CASE("top model: a thread's end brings its final variance into the last window") {
+  auto m = model_with_thread();
+  m.open_state(kId, kTid, Role::kHolding, ms(0), ms(500), 25e12);  // (5 ms)² by 0.5 s
+  auto s = m.snapshot(ms(1000));
+  CHECK(find(s, kTid)->interval.share_ci95 == doctest::Approx(1.96 * 0.005));
+  m.thread_ended(kId, kTid, ms(1500), 13'000'000);  // (13 ms)² over its life: (12 ms)² of it since
+  s = m.snapshot(ms(2000));
+  CHECK(find(s, kTid)->interval.share_ci95 == doctest::Approx(1.96 * 0.012 / 0.5));
+}
