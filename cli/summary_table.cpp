@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
+#include "base/share_interval.hpp"
 #include <map>
 
 namespace gilspy::cli {
@@ -56,8 +56,7 @@ double SummaryRow::wait_share() const {
   return share(wait_ns, life_ns);
 }
 double SummaryRow::share_ci95() const {
-  if (state_var_ns2 < 0 || life_ns <= 0) return -1;
-  return std::min(1.0, 1.96 * std::sqrt(state_var_ns2) / static_cast<double>(life_ns));
+  return gilspy::share_ci95(state_var_ns2, life_ns);
 }
 
 std::string name_pattern(const std::string& name) {

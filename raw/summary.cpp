@@ -1,7 +1,7 @@
 #include "raw/summary.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include "base/share_interval.hpp"
 
 namespace gilspy::raw {
 
@@ -14,9 +14,7 @@ double ThreadSummary::wait_share() const {
   return life > 0 ? static_cast<double>(wait_ns) / static_cast<double>(life) : 0.0;
 }
 double ThreadSummary::share_ci95() const {
-  const int64_t life = last_ns - first_ns;
-  if (state_var_ns2 < 0 || life <= 0) return -1;
-  return std::min(1.0, 1.96 * std::sqrt(state_var_ns2) / static_cast<double>(life));
+  return gilspy::share_ci95(state_var_ns2, last_ns - first_ns);
 }
 
 void SummaryBuilder::add(const Record& r) {

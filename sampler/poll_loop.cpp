@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <random>
 #include <vector>
 
 #include "base/error.hpp"
@@ -44,21 +45,6 @@ const char* to_string(PollerScheduling s) {
 }
 
 namespace {
-
-// xorshift64*: a window's random offset, cheap and allocation-free (its quality is more than enough here).
-class JitterSource {
- public:
-  explicit JitterSource(uint64_t seed) : x_(seed | 1) {}
-  int64_t below(int64_t n) {
-    x_ ^= x_ >> 12;
-    x_ ^= x_ << 25;
-    x_ ^= x_ >> 27;
-    return n <= 1 ? 0 : static_cast<int64_t>((x_ * 0x2545F4914F6CDD1DULL) % static_cast<uint64_t>(n));
-  }
-
- private:
-  uint64_t x_;
-};
 
 void sleep_until(int64_t deadline_ns) {
   timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000),
@@ -233,7 +219,7 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
   // bias at any rate, and a periodic thread cannot alias with the polls. What changed since the last poll is
   // dated at the window's start.
   int64_t window = start;
-  JitterSource jitter(static_cast<uint64_t>(start));
+  std::mt19937_64 jitter(static_cast<uint64_t>(start));  // no allocation, in the loop or here
   int64_t deadline = start;
   const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
   int64_t next_stats = start + stats_period;
@@ -286,7 +272,8 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
       counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
       window += skipped * step;
     }
-    deadline = window + jitter.below(step);  // ...and its poll comes at a random point inside it
+    // ...and its poll comes at a random point inside it
+    deadline = window + std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(0, step - 1))(jitter);
     if (options_.stacks.enabled) stack_work(deadline, pacing);
   }
   const int64_t t_end = std::min(monotonic_ns(), end);

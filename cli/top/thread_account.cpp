@@ -1,7 +1,7 @@
 #include "cli/top/thread_account.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include "base/share_interval.hpp"
 
 namespace gilspy::top {
 
@@ -141,8 +141,8 @@ void ThreadAccount::reset_totals() {
 }
 
 double ThreadAccount::ci95(double var_start, int64_t lifetime_ns) const {
-  if (var_now_ < 0 || var_start < 0 || lifetime_ns <= 0) return -1;
-  return std::min(1.0, 1.96 * std::sqrt(var_now_ - var_start) / static_cast<double>(lifetime_ns));
+  if (var_now_ < 0 || var_start < 0) return -1;
+  return share_ci95(var_now_ - var_start, lifetime_ns);
 }
 
 ThreadFigures ThreadAccount::figures(const Tally& t, int64_t period_start_ns, int64_t now_ns) const {
