@@ -200,11 +200,11 @@ void GcTracker::end(int64_t at) {
   open_ = Open{};
 }
 
-void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder, int64_t t_edge) {
+void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
   closing_ = false;
   if (!active() || !read_ok) return;
   const int64_t t_prev = started_ ? last_read_ns_ : t_now;
-  const int64_t t_mid = t_edge < 0 ? t_prev + (t_now - t_prev) / 2 : std::clamp(t_edge, t_prev, t_now);
+  const int64_t t_mid = t_prev + (t_now - t_prev) / 2;
   last_read_ns_ = t_now;
   GcSample s = decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
   if (!s.plausible()) {

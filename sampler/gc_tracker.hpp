@@ -80,10 +80,8 @@ class GcTracker {
     return active() && (!started_ || t_now - last_read_ns_ >= read_period_ns_);
   }
   // After a poll that read the GC state (wants_read()) and the GIL: `read_ok` says whether every GC region
-  // was read. Edges lie at `t_edge`, kept between this reading and the previous one: the poll's window start,
-  // where the sampler dates the GIL's changes too (poll_loop.cpp), so that a collection and the holds inside it
-  // are dated alike; -1: at the midpoint between the two readings.
-  void observe(bool read_ok, int64_t t_now, const Holder& holder, int64_t t_edge = -1);
+  // was read. Edges lie at the midpoints between this reading and the previous one.
+  void observe(bool read_ok, int64_t t_now, const Holder& holder);
   // True after observe() when the open collection ends at this poll: the sampler then reports every thread
   // still waiting (open_wait) and calls close().
   bool closing() const { return closing_; }

@@ -331,7 +331,7 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   if (holder >= 0 && tracks_[holder].role == GilRole::kHolding) {
     collector = {.slot = holder, .tid = tracks_[holder].ref.tid, .hold_since = tracks_[holder].since_ns};
   }
-  if (gc_now) gc_.observe(got == nregions, t_now, collector, t_from < 0 ? -1 : t_mid);
+  if (gc_now) gc_.observe(got == nregions, t_now, collector);
   if (gc_.closing()) {
     for (const uint16_t i : active_) {
       if (tracks_[i].role == GilRole::kWaiting) gc_.open_wait(i, tracks_[i].since_ns);
