@@ -104,10 +104,12 @@ def scenario_counters(gilspy, python):
               f"thread {tid}: on a CPU {hold['cpu_ns'] / 1e6:.0f} ms + queued {hold['run_delay_ns'] / 1e6:.0f} ms of "
               f"{hold['time_ns'] / 1e6:.0f} ms holding ({on_or_queued / max(1, hold['time_ns']):.0%}), expected 85-110 % "
               f"+- {unseen_ns / 1e6:.0f} ms for {unseen} unseen hand-offs")
-        # Waiting in take_gil is sleeping on a condition variable: a few us per 5 ms timeout, not CPU work.
+        # Waiting in take_gil is sleeping on a condition variable: a few us per 5 ms timeout, not CPU work; but an
+        # unseen hand-off puts a hold of this thread inside its recorded wait (as above).
         check(wait["time_ns"] > 0.2e9, f"thread {tid} waited only {wait['time_ns'] / 1e6:.0f} ms")
-        check(wait["cpu_ns"] <= 0.05 * wait["time_ns"],
-              f"thread {tid}: {wait['cpu_ns'] / 1e6:.1f} ms on a CPU in {wait['time_ns'] / 1e6:.0f} ms of waiting")
+        check(wait["cpu_ns"] <= 0.05 * wait["time_ns"] + unseen_ns,
+              f"thread {tid}: {wait['cpu_ns'] / 1e6:.1f} ms on a CPU in {wait['time_ns'] / 1e6:.0f} ms of waiting "
+              f"(+{unseen_ns / 1e6:.0f} ms allowed for {unseen} unseen hand-offs)")
         # Its own clock agrees with gilspy's over the same window (marks every 10 ms: +-20 ms; schedstat's lag).
         start, end = piece_window(raw, tid)
         own = cpu_in_window(marks[str(tid)], start, end)
