@@ -177,6 +177,10 @@ class ProcessSampler {
   uint32_t kept_waiters_ = 0, asleep_ = 0, running_waiters_ = 0;  // classify()'s tallies, this poll
   std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
+  // No take of the GIL is faster than this (it locks a mutex and writes the struct): a larger move of
+  // switch_number between two polls is the target's memory lying, and counts as this many at most, so
+  // that no running sum gilspy writes can overflow (a forged jump of 2^62 a second did: unreadable file).
+  static constexpr int64_t kMinTakeNs = 50;
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll
   int watched_ = -1;                  // the track whose identity word each poll reads (the last holder)

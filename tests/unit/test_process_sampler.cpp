@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <map>
 #include <thread>
 #include <variant>
@@ -14,6 +17,8 @@
 
 #include "base/error.hpp"
 #include "cpython_layouts/layout.hpp"
+#include "raw/raw_format.hpp"
+#include "raw/summary.hpp"
 #include "sampler/poll_loop.hpp"
 #include "sampler/process_sampler.hpp"
 #include "support/fake_memory_reader.hpp"
@@ -282,6 +287,64 @@ TEST_CASE("sampler: a waiter that runs while nobody is inside the GIL's conditio
   CHECK(waits_101[0].start == 1000);
   CHECK(waits_101[0].end == 1500);  // left at the hand-offs nobody saw, not at its next wait
   CHECK(waits_101[1].start == 3500);
+}
+
+TEST_CASE("sampler: whatever the target's GIL says, the file gilspy writes reads back with its own reader") {
+  // A hostile or broken target: every GIL word random at every poll (a switch_number that jumps by up to
+  // 2^64, locked and the cond's count out of range, a last holder that is no thread), and random kernel
+  // answers. The records go through the raw writer, the summary through the summary builder, and gilspy's
+  // reader must read the whole file back.
+  FakeTarget t;
+  t.tids = {100, 101, 102};
+  t.set_threads({0, 1, 2});
+  ScriptedTasks tasks;
+  RecordQueue q(1 << 16);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gilspy-unit-hostile-" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(path);
+  raw::SummaryBuilder summary;
+  std::mt19937_64 rng(20261206);
+  raw::Meta meta;
+  meta.gilspy_version = "test";
+  meta.pid = 1000;
+  {
+    raw::Writer w(path.string(), meta);
+    auto drain_to_file = [&] {
+      for (const auto& r : drain(q)) {
+        summary.add(r);
+        w.write(r);
+      }
+    };
+    const auto& gil = t.layout.gil;
+    int64_t now = 1'000'000;
+    for (int i = 0; i < 5000; ++i) {
+      const uint64_t holder = rng() % 4 == 0 ? rng() : FakeTarget::tstate(rng() % 3);
+      t.mem.put<int32_t>(kGil + gil.locked, static_cast<int32_t>(rng() % 3 == 0 ? rng() : rng() % 2));
+      t.mem.put<uint64_t>(kGil + gil.last_holder, holder);
+      t.mem.put<uint64_t>(kGil + gil.switch_number, rng() % 2 == 0 ? rng() : uint64_t{1} << 62 | rng() % 8);
+      t.mem.put<uint32_t>(kGil + gil.cond + layouts::kGlibc.cond_wrefs, static_cast<uint32_t>(rng()));
+      t.mem.put<uint64_t>(kGil + gil.interval, rng() % 2 == 0 ? rng() : 5000);
+      for (const int32_t tid : t.tids) tasks.state[tid] = static_cast<TaskState>(rng() % 7);
+      now += 1 + static_cast<int64_t>(rng() % 2'000'000);
+      s.poll(now);
+      if (i % 100 == 0) s.emit_stats(now, rng() % 1000, rng() % 1000);  // gilspy's own counts
+      drain_to_file();
+    }
+    s.finish(now + 1);
+    drain_to_file();
+    summary.set_end(now + 1);
+    w.finish(summary.to_json(1000, {}));
+  }
+  std::ifstream in(path);
+  size_t records = 0;
+  raw::ReadResult result;
+  CHECK_NOTHROW(result = raw::read(
+                    in, path.string(), [](const raw::Meta&) {}, [&](const raw::Record&) { ++records; }));
+  CHECK(result.complete);
+  CHECK(records > 1000);
+  CHECK(result.summary.has_value());
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("sampler: a thread state reused by a new thread never gives the old thread a hold") {
