@@ -1,25 +1,36 @@
 #include "cpython_layouts/line_table.hpp"
 
+#include <climits>
+
 namespace gilspy::layouts {
 namespace {
 
+// The running line is summed in 64 bits from a first line and deltas that the target wrote (a forged
+// co_firstlineno of 2^31-1 and large deltas overflowed an int): a line that leaves int's range is no line.
+bool fits_int(int64_t line) {
+  return line >= INT_MIN && line <= INT_MAX;
+}
+LineLookup found(int64_t line) {
+  return fits_int(line) ? LineLookup{.ok = true, .line = static_cast<int>(line)} : LineLookup{};
+}
+
 // 3.8-3.9, co_lnotab: (address increment, signed line increment) byte pairs, summed until the address passes
 // `addr` (PyCode_Addr2Line in 3.8's codeobject.c).
-LineLookup lnotab(std::span<const uint8_t> t, int line, int64_t addr) {
+LineLookup lnotab(std::span<const uint8_t> t, int64_t line, int64_t addr) {
   int64_t at = 0;
   for (size_t i = 0; i + 1 < t.size(); i += 2) {
     at += t[i];
     if (at > addr) break;
-    line += static_cast<int8_t>(t[i + 1]);
+    line += static_cast<int8_t>(t[i + 1]);  // at most 2^63 / 128 steps from int's range: cannot overflow
   }
-  return {.ok = true, .line = line};
+  return found(line);
 }
 
 // 3.10, co_linetable: (range length in bytes, signed line delta) pairs; a delta of -128 means the range has
 // no line and leaves the running line as it is (codeobject.c advance() and _PyCode_CheckLineNumber()).
-LineLookup linetable_310(std::span<const uint8_t> t, int line, int64_t addr) {
+LineLookup linetable_310(std::span<const uint8_t> t, int64_t line, int64_t addr) {
   int64_t end = 0;
-  int range_line = -1;
+  int64_t range_line = -1;
   size_t i = 0;
   while (end <= addr) {
     if (i + 1 >= t.size()) return {};  // the table ends before the address
@@ -33,7 +44,7 @@ LineLookup linetable_310(std::span<const uint8_t> t, int line, int64_t addr) {
       range_line = line;
     }
   }
-  return {.ok = true, .line = range_line};
+  return found(range_line);
 }
 
 // 3.11+: the location table. Each entry starts with a byte 1CCCCLLL (code, length - 1 in code units), then
@@ -55,9 +66,9 @@ bool varint(std::span<const uint8_t> t, size_t* i, uint32_t* out) {
   return true;
 }
 
-LineLookup location_table(std::span<const uint8_t> t, int line, int64_t addr) {
+LineLookup location_table(std::span<const uint8_t> t, int64_t line, int64_t addr) {
   int64_t end = 0;
-  int range_line = -1;
+  int64_t range_line = -1;
   size_t i = 0;
   while (end <= addr) {
     if (i >= t.size()) return {};
@@ -66,21 +77,22 @@ LineLookup location_table(std::span<const uint8_t> t, int line, int64_t addr) {
     const int code = (first >> 3) & 15;
     const int length = (first & 7) + 1;
     ++i;
-    int delta = 0;
+    int64_t delta = 0;
     if (code == 14 || code == 13) {
       uint32_t u = 0;
       if (!varint(t, &i, &u)) return {};
-      delta = (u & 1) != 0 ? -static_cast<int>(u >> 1) : static_cast<int>(u >> 1);
+      delta = (u & 1) != 0 ? -static_cast<int64_t>(u >> 1) : static_cast<int64_t>(u >> 1);
     } else if (code >= 10 && code <= 12) {
       delta = code - 10;
     }
-    line += delta;
+    line += delta;  // each step below 2^31 and one per table byte: far from int64's limits
+    if (!fits_int(line)) return {};
     range_line = code == 15 ? -1 : line;
     // The entry's other bytes (columns, end line) have the top bit clear: skip to the next entry.
     while (i < t.size() && (t[i] & 0x80) == 0) ++i;
     end += 2 * length;  // code units of 2 bytes
   }
-  return {.ok = true, .line = range_line};
+  return found(range_line);
 }
 
 }  // namespace

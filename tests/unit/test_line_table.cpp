@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -161,4 +162,23 @@ TEST_CASE("line tables: edges") {
   const std::vector<uint8_t> long_form = {0x80 | (14 << 3) | 1, 7, 0, 1, 2, 0x80 | (15 << 3)};
   CHECK(gl::line_for_address(gl::LineTableKind::kLocationTable, long_form, 10, 2).line == 7);
   CHECK(gl::line_for_address(gl::LineTableKind::kLocationTable, long_form, 10, 4).line == -1);
+}
+
+TEST_CASE("line tables: a forged first line and deltas past int's range give no line, and no overflow") {
+  // The target writes co_firstlineno and the table: 2^31-1 plus any delta is no source line. (Under
+  // UBSan, CI's unit test build, the int arithmetic this replaced was a signed overflow here.)
+  constexpr int kMax = std::numeric_limits<int>::max();
+  constexpr int kMin = std::numeric_limits<int>::min();
+  const std::vector<uint8_t> lnotab_up = {2, 100, 2, 100};
+  CHECK_FALSE(gl::line_for_address(gl::LineTableKind::kLnotab, lnotab_up, kMax, 10).ok);
+  CHECK(gl::line_for_address(gl::LineTableKind::kLnotab, lnotab_up, kMax - 200, 10).line == kMax);
+  const std::vector<uint8_t> t310_down = {2, 0x80 | 1, 2, 0x80 | 1};  // line -127 twice
+  CHECK_FALSE(gl::line_for_address(gl::LineTableKind::kLinetable310, t310_down, kMin, 2).ok);
+  // 3.11+ no-column forms: line +2^30 (svarint 2^31: six 6-bit groups) again and again.
+  std::vector<uint8_t> long_up;
+  for (int k = 0; k < 8; ++k)
+    long_up.insert(long_up.end(), {0x80 | (13 << 3), 0x40, 0x40, 0x40, 0x40, 0x40, 0x02});
+  CHECK_FALSE(gl::line_for_address(gl::LineTableKind::kLocationTable, long_up, kMax, 14).ok);
+  CHECK_FALSE(gl::line_for_address(gl::LineTableKind::kLocationTable, long_up, 1, 14).ok);  // 1 + 8 * 2^30
+  CHECK(gl::line_for_address(gl::LineTableKind::kLocationTable, long_up, 1, 0).line == 1 + (1 << 30));
 }
