@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,32 @@ std::optional<convert::PidNamespace> pid_namespace_option(const std::string& tex
 int run_merge(const ConvertOptions& o);
 int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mode);
 
+// Every file convert reads must be a regular file (a FIFO with no writer would block it for ever, a folder is
+// not a recording), and the output none of them: writing it would replace a recording by its trace.
+void check_paths(const ConvertOptions& o, const std::string& output) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> read = o.inputs;
+  if (!o.merge_into.empty()) read.push_back(o.merge_into);
+  std::error_code ec;
+  const bool output_exists = fs::exists(output, ec);
+  for (const auto& path : read) {
+    const fs::file_status st = fs::status(path, ec);
+    if (ec || st.type() == fs::file_type::not_found) continue;  // reading it says what is wrong
+    if (st.type() == fs::file_type::directory) {
+      throw Error(ErrorKind::kBadInput, path + " is a folder, not a recording: give the files in it (-i " +
+                                            (fs::path(path) / "GIL_<pid>_rank_<rank>.json").string() + ")");
+    }
+    if (st.type() != fs::file_type::regular) {
+      throw Error(ErrorKind::kBadInput,
+                  path + " is not a regular file (a FIFO, socket or device): convert reads files only");
+    }
+    if (output_exists && fs::equivalent(path, output, ec)) {
+      throw Error(ErrorKind::kUsage, "the output " + output + " is also an input: writing it would replace " +
+                                         path + "; choose another -o/--output");
+    }
+  }
+}
+
 int run_convert(const ConvertOptions& o) {
   if (!o.merge_into.empty()) return run_merge(o);
   if (!o.pid_map.empty()) throw Error(ErrorKind::kUsage, "--pid-map is for --merge-into");
@@ -65,6 +92,7 @@ int run_convert(const ConvertOptions& o) {
     output = o.format == "collapsed" ? convert::default_collapsed_path(o.inputs.front())
                                      : convert::default_output_path(o.inputs.front());
   }
+  check_paths(o, output);
   const mode_t mode = parse_file_mode_option(o.file_mode);
   if (o.format == "collapsed") return run_collapsed(o, output, mode);
   convert::ConvertReport report;
@@ -123,6 +151,7 @@ int run_merge(const ConvertOptions& o) {
     throw Error(ErrorKind::kUsage,
                 "with --merge-into, name the merged trace with -o/--output (.json or .json.gz)");
   }
+  check_paths(o, o.output);
   convert::MergeOptions mo{.trace = o.merge_into,
                            .pid_map = {},
                            .pid_namespace = pid_namespace_option(o.pid_namespace),

@@ -562,6 +562,24 @@ def scenario_convert_bad_input(gilspy, python):
         check(not os.path.exists(os.path.join(d, "out.json")), f"{name}: an output file was left behind")
     out = run_gilspy(gilspy, "convert", "-i", os.path.join(d, "missing.json"), "-o", os.path.join(d, "o.json"))
     one_line_error(out, "missing.json")
+    # The output is an input (itself, or through a link): refused, the recording left as it was.
+    rec = os.path.join(d, "rec.json")
+    with open(rec, "wb") as f:
+        f.write(good)
+    os.symlink(rec, os.path.join(d, "link.json"))
+    for given in ("rec.json", "link.json"):
+        out = run_gilspy(gilspy, "convert", "-i", os.path.join(d, given), "-o", rec)
+        one_line_error(out, "also an input", given)
+        check(open(rec, "rb").read() == good, f"-i {given} -o rec.json: the recording was changed")
+    out = run_gilspy(gilspy, "convert", "-i", rec, "--merge-into", rec, "-o", rec)
+    one_line_error(out, "also an input")
+    # A FIFO nobody writes to would block a reader for ever; a folder is not a recording.
+    fifo = os.path.join(d, "fifo.json")
+    os.mkfifo(fifo)
+    out = run_gilspy(gilspy, "convert", "-i", fifo, "-o", os.path.join(d, "o.json"), timeout=20)
+    one_line_error(out, "fifo.json", "not a regular file")
+    out = run_gilspy(gilspy, "convert", "-i", good_dir, "-o", os.path.join(d, "o.json"))
+    one_line_error(out, "is a folder")
 
 
 def scenario_bad_pid(gilspy, python):
