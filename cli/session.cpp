@@ -306,6 +306,13 @@ void Session::Impl::prepare_target(Target& t) {
     note(fmt::format("pid {}: Python stacks and thread names are not read: {}", i.pid,
                      escape_for_terminal(t.interp.stack_problem)));
   }
+  const uint64_t interval_us = t.interp.first_gil.interval_us;
+  if (interval_us == 0 || interval_us > 100'000'000) {
+    note(fmt::format(
+        "pid {}: the GIL's switch interval is {} µs (sys.setswitchinterval): a waiting thread asks "
+        "the holder to let go only that often",
+        i.pid, interval_us));
+  }
   t.sampler =
       std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id, sampler_options);
   i.sampler = t.sampler.get();

@@ -628,6 +628,25 @@ def scenario_not_python(gilspy, python):
         p.wait()
 
 
+def scenario_long_switch_interval(gilspy, python):
+    """sys.setswitchinterval(1000) is a legal setting, not a sign of a wrong layout: recorded (the raw file
+    keeps it) with a note saying so, and shown by info; it used to be refused as not plausible."""
+    p = subprocess.Popen([python, "-c", "import sys, time; sys.setswitchinterval(1000); print('ready', flush=True); "
+                          "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline().strip() == "ready", "the target did not start")
+        d = tempfile.mkdtemp(prefix="gilspy-interval-")
+        out = run_gilspy(gilspy, "record", "-p", p.pid, "-d", 0.5, "--no-status", "-o", d, check_rc=0)
+        check("switch interval is 1000000000 µs" in out.stderr, f"no note about the interval: {out.stderr!r}")
+        meta = Raw(single_raw(d)).meta
+        check(meta["switch_interval_us"] == 1_000_000_000, f"switch_interval_us {meta['switch_interval_us']}")
+        out = run_gilspy(gilspy, "info", "-p", p.pid, check_rc=0)
+        check("switch interval 1000000000" in out.stdout, f"info: {out.stdout!r}")
+    finally:
+        p.kill()
+        p.wait()
+
+
 def scenario_old_python(gilspy, python):
     p = subprocess.Popen([python, os.path.join(WORKLOADS, "sleeper.py"), "30"])
     try:
@@ -1198,6 +1217,7 @@ SCENARIOS = {
     "target_execs": scenario_target_execs,
     "target_stopped": scenario_target_stopped,
     "convert_bad_input": scenario_convert_bad_input,
+    "long_switch_interval": scenario_long_switch_interval,
     "bad_pid": scenario_bad_pid,
     "not_python": scenario_not_python,
     "old_python": scenario_old_python,
