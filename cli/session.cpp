@@ -308,7 +308,8 @@ void Session::Impl::prepare_target(Target& t) {
   }
   const uint64_t interval_us = t.interp.first_gil.interval_us;
   if (interval_us == 0 || interval_us > 100'000'000) {
-    note(fmt::format("pid {}: the GIL's switch interval is {} µs (sys.setswitchinterval): {}", i.pid, interval_us,
+    note(fmt::format("pid {}: the GIL's switch interval is {} µs (sys.setswitchinterval): {}", i.pid,
+                     interval_us,
                      interval_us == 0 ? "below 1 µs, a waiting thread asks the holder to let go at once"
                                       : "a waiting thread asks the holder to let go only that often"));
   }
