@@ -29,7 +29,7 @@ struct InputBytes::Inflater {
   }
 };
 
-InputBytes::InputBytes(const std::string& path) : path_(path) {
+InputBytes::InputBytes(const std::string& path, ExpansionLimit limit) : path_(path), limit_(limit) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw Error(ErrorKind::kIo, "cannot open " + path + ": " + errno_text(errno));
   // The magic decides, not the name: a profiler's .json may be compressed and a .gz may not be.
@@ -64,6 +64,7 @@ size_t InputBytes::read_raw(char* buf, size_t n) {
     }
     total += static_cast<size_t>(r);
   }
+  read_in_ += total;
   return total;
 }
 
@@ -109,7 +110,16 @@ size_t InputBytes::read(char* buf, size_t n) {
                   path_ + ": damaged gzip stream (" + (s.msg ? s.msg : "zlib error") + ")");
     }
   }
-  return static_cast<size_t>(std::min<size_t>(n, 1u << 30) - s.avail_out);
+  const size_t out = std::min<size_t>(n, 1u << 30) - s.avail_out;
+  put_out_ += out;
+  if (put_out_ > limit_.min_bytes && put_out_ / limit_.max_ratio > read_in_) {
+    throw Error(ErrorKind::kBadInput, path_ + ": its gzip stream expands more than " +
+                                          std::to_string(limit_.max_ratio) + " times (" +
+                                          std::to_string(put_out_ >> 20) + " MiB from " +
+                                          std::to_string(read_in_ >> 10) +
+                                          " KiB so far): not a trace a profiler wrote; refusing it");
+  }
+  return out;
 }
 
 struct OutputBytes::Deflater {

@@ -18,18 +18,25 @@ namespace gilspy::convert {
 // Whether `path` names a gzip file by its name (ends in ".gz"): how an output's form is chosen.
 bool has_gzip_suffix(const std::string& path);
 
+// How far a compressed input may expand: past `min_bytes` out, `max_ratio` times what was read in. JSON from
+// a profiler compresses 10-30 times; a gzip bomb (204 KB to 5 GB) thousands of times.
+struct ExpansionLimit {
+  uint64_t min_bytes = uint64_t{1} << 30;
+  uint64_t max_ratio = 1000;
+};
+
 // A file's bytes, decompressed when it starts with gzip's magic bytes (1f 8b), whatever its name; otherwise
 // as they are. Concatenated gzip members read as one stream, as gunzip reads them.
 class InputBytes {
  public:
   // Throws Error(kIo) naming the file when it cannot be opened.
-  explicit InputBytes(const std::string& path);
+  explicit InputBytes(const std::string& path, ExpansionLimit limit = {});
   ~InputBytes();
   InputBytes(const InputBytes&) = delete;
   InputBytes& operator=(const InputBytes&) = delete;
 
   // Up to `n` bytes into `buf`; 0 at the end. Throws Error(kIo) for a read error, Error(kBadInput) for a gzip
-  // stream that is damaged or cut short (naming the file).
+  // stream that is damaged or cut short, or that expands past the limit (naming the file).
   size_t read(char* buf, size_t n);
   bool compressed() const { return compressed_; }
   const std::string& path() const { return path_; }
@@ -37,6 +44,9 @@ class InputBytes {
  private:
   size_t read_raw(char* buf, size_t n);
   std::string path_;
+  ExpansionLimit limit_;
+  uint64_t read_in_ = 0;  // compressed bytes read from the file
+  uint64_t put_out_ = 0;  // decompressed bytes handed out
   int fd_ = -1;
   bool compressed_ = false;
   bool stream_done_ = false;  // the last gzip member ended; more input may start another

@@ -56,7 +56,13 @@ class Scanner {
     if (c < 0) return c;
     ++pos_;
     ++offset_;
-    if (capturing_) capture_.push_back(static_cast<char>(c));
+    if (capturing_) {
+      if (capture_.size() >= kMaxTraceValueBytes) {
+        fail("one of its events or members is longer than " + std::to_string(kMaxTraceValueBytes >> 20) +
+             " MiB");
+      }
+      capture_.push_back(static_cast<char>(c));
+    }
     return c;
   }
   void expect(char c, const char* what) {

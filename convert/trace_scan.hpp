@@ -36,6 +36,10 @@ class TraceScanHandler {
 
 // Values nested deeper than this inside an event or member are refused (Kineto writes 5 levels at most).
 inline constexpr int kMaxTraceNesting = 256;
+// One event, or one member beside "traceEvents", longer than this is refused: each is held in memory whole
+// while it is parsed, and a 204 KB gzip bomb made of one 5 GB string aborted gilspy (std::bad_alloc).
+// Kineto's events are a few KB, its largest members (deviceProperties, distributedInfo) tens of KB.
+inline constexpr size_t kMaxTraceValueBytes = size_t{64} << 20;
 
 // Scans the whole input. Throws Error(kBadInput) naming `in.path()`, what is wrong and the byte offset (of
 // the decompressed text) for what is not a JSON object or array of that shape; and when an object has no

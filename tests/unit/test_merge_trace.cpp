@@ -436,6 +436,46 @@ TEST_CASE("merge: what is not a framework trace is refused, naming it, and nothi
   CHECK_THROWS_AS(cv::merge_into_trace({rec}, dir / "m.json", {.trace = dir / "missing.json"}), Error);
 }
 
+TEST_CASE("merge: a gzip bomb is refused in one line, its memory bounded, nothing written") {
+  TempDir dir;
+  const std::string rec = dir / "GIL_rec.json";
+  write_raw(rec, meta_for(1074, 1719853884000000000), two_threads(1074, 3553));
+  // One event holding an 80 MiB string: ~80 KB of gzip. The scanner holds an event whole while it parses it.
+  const std::string bomb = dir / "bomb.json.gz";
+  {
+    cv::OutputBytes out(bomb, 0600, true);
+    out.write(R"({"traceEvents": [{"ph": "X", "pid": 1074, "tid": 1, "ts": 1, "dur": 2, "name": ")");
+    const std::string chunk(size_t{1} << 20, 'a');
+    for (int i = 0; i < 80; ++i) out.write(chunk);
+    out.write("\"}]}");
+    out.commit();
+  }
+  CHECK(fs::file_size(bomb) < (size_t{1} << 20));
+  const std::string out = dir / "merged.json";
+  try {
+    cv::merge_into_trace({rec}, out, {.trace = bomb});
+    FAIL("merged a gzip bomb");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kBadInput);
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("bomb.json.gz") != std::string::npos);
+    CHECK(what.find("longer than 64 MiB") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(out));
+  // However it is spread, what a compressed input expands to is bounded (here 1 MiB, 100 times).
+  cv::InputBytes in(bomb, {.min_bytes = 1 << 20, .max_ratio = 100});
+  std::vector<char> buf(1 << 16);
+  try {
+    while (in.read(buf.data(), buf.size()) > 0) {
+    }
+    FAIL("read all of a gzip bomb");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kBadInput);
+    CHECK(std::string(e.what()).find("expands more than 100 times") != std::string::npos);
+  }
+}
+
 TEST_CASE("merge: thread names shortened for GIL lanes") {
   CHECK(cv::short_thread_name(12, "MainThread") == "MainThread");
   CHECK(cv::short_thread_name(12, "thread 12 (worker)") == "worker");
