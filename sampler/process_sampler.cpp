@@ -44,6 +44,7 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       gc_(interp, options.read_gc, ThreadWalker::kMaxThreads, queue, target, options.gc_read_period_ns) {
   active_.reserve(ThreadWalker::kMaxThreads);
   process_stat_.reset(interp.pid, interp.pid);
+  process_stat_.open();  // now: it then stays this process's, if the pid goes to another (check_stopped())
   gc_.prepare(reader_);
   if (gc_.state_len() > 0) {
     const uint64_t gil = interp.gil_addr, gc = gc_.state_addr();
@@ -142,14 +143,17 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
 // run. Its leader's task state says so; checked at periodic re-walks (every 20 ms), one pread.
-void ProcessSampler::check_stopped(int64_t t_mid) {
-  const char state = process_stat_.state();
+bool ProcessSampler::check_stopped(int64_t t_mid) {
+  bool ended = false;
+  const char state = process_stat_.state(&ended);
+  if (ended) return false;
   const bool stopped = state == 'T' || state == 't';
   if (stopped && stopped_since_ns_ < 0) stopped_since_ns_ = t_mid;
   if (!stopped && stopped_since_ns_ >= 0) {
     emit(raw::ProcessStopped{.ts = stopped_since_ns_, .dur = t_mid - stopped_since_ns_});
     stopped_since_ns_ = -1;
   }
+  return true;
 }
 
 bool ProcessSampler::names_active_thread(const ThreadRef& ref) const {
@@ -258,7 +262,9 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
     if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
       // Once per target (allocates): did the program image change under us?
       const auto image = process_image_id(interp_.pid);
-      end_cause_ = !image                              ? TargetEnd::kExited
+      bool ended = false;
+      process_stat_.state(&ended);  // its pid reused by another process: it exited, it did not exec
+      end_cause_ = !image || ended                     ? TargetEnd::kExited
                    : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
                                                        : TargetEnd::kInterpreterGone;
       finish(started_ ? t_prev_ : t_now);
@@ -297,7 +303,13 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   }
   if (walk_incomplete_) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
-  if (periodic) check_stopped(t_mid);
+  if (periodic && !check_stopped(t_mid)) {
+    // The process we attached to has ended, and its pid (and memory, with the same layout and no address
+    // randomization) belongs to another: what was read is not ours.
+    end_cause_ = TargetEnd::kExited;
+    finish(t_prev_);
+    return false;
+  }
   if (periodic) gc_.prepare(reader_);  // 3.15+: until the GC's statistics are found
   if (dirty || periodic) {
     rewalk(t_mid, dirty);

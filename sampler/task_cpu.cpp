@@ -1,5 +1,6 @@
 #include "sampler/task_cpu.hpp"
 
+#include <cerrno>
 #include <charconv>
 
 namespace gilspy::sampler {
@@ -28,9 +29,11 @@ char parse_stat_state(std::string_view stat) {
   return stat[paren + 2];
 }
 
-char TaskStatFile::state() {
+char TaskStatFile::state(bool* ended) {
   char buf[640];
+  const bool was_open = file_.is_open();
   const ssize_t n = file_.read(buf, sizeof buf);
+  if (ended != nullptr) *ended = n < 0 && was_open && (errno == ESRCH || errno == ENOENT);
   if (n <= 0) return 0;
   return parse_stat_state(std::string_view(buf, static_cast<size_t>(n)));
 }

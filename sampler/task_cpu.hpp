@@ -20,8 +20,12 @@ char parse_stat_state(std::string_view stat);
 class TaskStatFile {
  public:
   void reset(pid_t pid, int32_t tid) { file_.reset(pid, tid); }
+  // Opens the file now. An open file stays the thread's it was opened on: once that thread has ended, it
+  // reads nothing, even when its id has gone to a new thread or process since.
+  bool open() { return file_.opened(); }
   int cpu();  // -1 when unreadable (the thread exited)
-  char state();  // 0 when unreadable
+  // 0 when unreadable; `*ended` (when given) true when the file was open and its thread has ended since.
+  char state(bool* ended = nullptr);
 
  private:
   TaskFile file_{"stat"};

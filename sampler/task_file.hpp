@@ -30,6 +30,7 @@ class TaskFile {
     fd_ = -1;
   }
   bool opened() { return open_now(); }
+  bool is_open() const { return fd_ >= 0; }
   // The file's bytes from its start; -1 when it cannot be opened or read (errno says why: ESRCH or ENOENT
   // when the thread is gone).
   ssize_t read(char* buf, size_t size) { return open_now() ? ::pread(fd_, buf, size, 0) : -1; }

@@ -2,10 +2,12 @@
 // table, GIL states set poll by poll, and scripted kernel task states.
 #include <doctest/doctest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -345,6 +347,37 @@ TEST_CASE("sampler: whatever the target's GIL says, the file gilspy writes reads
   CHECK(records > 1000);
   CHECK(result.summary.has_value());
   std::filesystem::remove(path);
+}
+
+TEST_CASE(
+    "sampler: when the process ends, memory still readable at its pid (reused, same layout) is not its") {
+  // A real process stands for the target's pid; the fake memory stays readable after it has ended, as a new
+  // Python process with the same layout and no address randomization would make it under the same pid.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  FakeTarget t;
+  t.interp.pid = child;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  t.gil(1, FakeTarget::tstate(0), 1, 1);
+  tasks.state[101] = TaskState::kGilCond;
+  CHECK(s.poll(1'000'000));
+  CHECK(s.poll(100'000'000));  // a periodic check: the process lives
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK_FALSE(s.poll(200'000'000));
+  CHECK(s.end_cause() == TargetEnd::kExited);
+  const auto holds = intervals<raw::Hold>(drain(q));
+  REQUIRE(holds.size() == 1);
+  CHECK(holds[0].end == 100'000'000);  // at the last poll of the process itself
 }
 
 TEST_CASE("sampler: a thread state reused by a new thread never gives the old thread a hold") {
