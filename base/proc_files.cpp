@@ -180,6 +180,21 @@ std::optional<std::string> process_image_id(pid_t pid) {
   return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
 }
 
+std::optional<std::string> process_start_time(pid_t pid) {
+  const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return std::nullopt;
+  const size_t paren = stat->rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  size_t pos = paren + 2;  // field 3; field 22 is starttime
+  for (int field = 3; field < 22 && pos != std::string::npos; ++field) {
+    pos = stat->find(' ', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos) return std::nullopt;
+  const size_t end = stat->find(' ', pos);
+  return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+
 std::string process_executable(pid_t pid) {
   char buf[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";

@@ -100,8 +100,11 @@ std::vector<pid_t> python_processes(pid_t self) {
 
 std::optional<std::string> process_key(pid_t pid) {
   const auto image = process_image_id(pid);
-  if (!image) return std::nullopt;
-  return std::to_string(pid) + " " + *image;
+  const auto started = process_start_time(pid);
+  if (!image || !started) return std::nullopt;
+  // The start time: a new process that took the pid of one already settled, with the same layout (no address
+  // randomization: the same image addresses), is still another process.
+  return std::to_string(pid) + " " + *started + " " + *image;
 }
 
 }  // namespace gilspy::cli

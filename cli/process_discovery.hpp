@@ -25,8 +25,8 @@ std::vector<pid_t> python_descendants(const std::vector<pid_t>& roots);
 // Every Python process except `self` and its descendants (gilspy and what it launched), sorted.
 std::vector<pid_t> python_processes(pid_t self);
 
-// What tells one program image of a process from another: the pid with /proc/PID/stat's code and stack
-// addresses (an exec() replaces them, a reused pid has others). nullopt when the process is gone.
+// What tells one program image of a process from another: the pid with /proc/PID/stat's start time (a reused
+// pid has another) and code and stack addresses (an exec() replaces them). nullopt when the process is gone.
 std::optional<std::string> process_key(pid_t pid);
 
 }  // namespace gilspy::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
 
 #include "base/proc_files.hpp"
@@ -22,6 +23,17 @@ TEST_CASE("proc_files: a program image id is stable while the program runs, abse
   CHECK(gilspy::process_image_id(::getpid()) == a);
   CHECK_FALSE(gilspy::process_image_id(0x7ffffff0));
   CHECK(gilspy::process_executable(::getpid()).find("gilspy_unit_tests") != std::string::npos);
+}
+
+TEST_CASE("proc_files: a process's start time is its own, later for a later process, absent for none") {
+  const auto mine = gilspy::process_start_time(::getpid());
+  REQUIRE(mine);
+  CHECK(gilspy::process_start_time(::getpid()) == mine);
+  CHECK_FALSE(gilspy::process_start_time(0x7ffffff0));
+  const auto init = gilspy::process_start_time(1);  // started at boot, before this test
+  REQUIRE(init);
+  CHECK(std::stoull(*init) <= std::stoull(*mine));
+  CHECK(mine->find_first_not_of("0123456789") == std::string::npos);
 }
 
 TEST_CASE("proc_files: a thread id belongs to its process; parents and the process list") {
