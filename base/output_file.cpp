@@ -7,11 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <ctime>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 namespace gilspy {
 
@@ -19,6 +22,93 @@ std::string errno_text(int e) {
   std::string s = std::strerror(e);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+namespace {
+
+bool trusted_owner(uid_t uid) {
+  if (uid == 0 || uid == ::geteuid() || uid == ::getuid()) return true;
+  // Run through sudo, the invoker is the user sudo was called by.
+  const char* sudo_uid = ::getenv("SUDO_UID");
+  return sudo_uid != nullptr && ::geteuid() == 0 && std::to_string(uid) == sudo_uid;
+}
+
+std::string owner_text(uid_t uid) {
+  return "uid " + std::to_string(uid);
+}
+
+// `path` split at '/' into its names ("" and "." left out), appended to `out` in order.
+void push_names(const std::string& path, std::vector<std::string>& out) {
+  size_t at = 0;
+  while (at <= path.size()) {
+    size_t slash = path.find('/', at);
+    if (slash == std::string::npos) slash = path.size();
+    std::string name = path.substr(at, slash - at);
+    if (!name.empty() && name != ".") out.push_back(std::move(name));
+    at = slash + 1;
+  }
+}
+
+}  // namespace
+
+int open_output_dir(const std::string& dir) {
+  constexpr int kMaxLinks = 40;  // as the kernel's path walk (ELOOP)
+  int fd = ::open(!dir.empty() && dir[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::kIo, errno_text(errno));
+  std::vector<std::string> todo;  // names still to walk, the next last
+  push_names(dir, todo);
+  std::reverse(todo.begin(), todo.end());
+  std::string walked = !dir.empty() && dir[0] == '/' ? "" : ".";
+  int links = 0;
+  auto fail = [&fd](const std::string& why) {
+    ::close(fd);
+    throw Error(ErrorKind::kIo, why);
+  };
+  while (!todo.empty()) {
+    const std::string name = std::move(todo.back());
+    todo.pop_back();
+    const std::string here = walked + "/" + name;
+    struct stat st {};
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) fail(here + ": " + errno_text(errno));
+    if (S_ISLNK(st.st_mode)) {
+      // A link is followed only when root or the user running gilspy made it: one that another user planted
+      // (in /tmp, say) would send root's files where that user chose, whatever fs.protected_symlinks says.
+      if (!trusted_owner(st.st_uid)) {
+        fail(here + " is a symbolic link of another user (" + owner_text(st.st_uid) +
+             "): gilspy does not follow it (give the folder it points to, if you trust it)");
+      }
+      if (++links > kMaxLinks) fail(here + ": too many levels of symbolic links");
+      char target[4096];
+      const ssize_t n = ::readlinkat(fd, name.c_str(), target, sizeof target - 1);
+      if (n < 0) fail(here + ": " + errno_text(errno));
+      const std::string to(target, static_cast<size_t>(n));
+      std::vector<std::string> names;
+      push_names(to, names);
+      for (auto it = names.rbegin(); it != names.rend(); ++it) todo.push_back(*it);
+      if (to[0] == '/') {
+        const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0) fail(errno_text(errno));
+        ::close(fd);
+        fd = root;
+        walked = "";
+      }
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) fail(here + " is not a folder");
+    const int next = ::openat(fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0) fail(here + ": " + errno_text(errno));
+    ::close(fd);
+    fd = next;
+    walked = here;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(errno_text(errno));
+  if (!trusted_owner(st.st_uid)) {
+    // Another user's folder is theirs to plant names in and to swap under us.
+    fail("the folder " + dir + " belongs to another user (" + owner_text(st.st_uid) +
+         "): gilspy writes only into folders of root or of the user running it");
+  }
+  return fd;
 }
 
 namespace {
@@ -42,11 +132,13 @@ SplitPath split(const std::string& path) {
   return p;
 }
 
-// The folder as the user named it (links in its path followed: that path is the user's choice).
+// The folder as the user named it: see open_output_dir().
 int open_dir(const std::string& dir, const std::string& for_path) {
-  const int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorKind::kIo, "cannot create " + for_path + ": " + errno_text(errno));
-  return fd;
+  try {
+    return open_output_dir(dir);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kIo, "cannot create " + for_path + ": " + e.what());
+  }
 }
 
 std::string random_suffix() {

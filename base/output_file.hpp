@@ -4,9 +4,10 @@
 // gilspy often runs as root with -o pointing at a shared folder (/tmp), and its file names are predictable
 // (GIL_<pid>_rank_<rank>.json.partial, ...). A link planted at one of those names must never redirect a write,
 // and a name in use must never be written through. So:
-//   - The folder is opened once, as the user named it: links in the folder's own path are followed (-o /var/run
-//     is /run; the user chose that path, and the kernel's fs.protected_symlinks already refuses a link planted in
-//     a sticky folder such as /tmp/x -> /etc). Every later step is relative to that open folder.
+//   - The folder is opened once, name by name (open_output_dir()): a link in its path is followed only when root
+//     or gilspy's user made it (-o /var/run is /run), never one another user planted (/tmp/x -> /etc, even where
+//     fs.protected_symlinks is off), and the folder must be root's or gilspy's user's. Every later step is
+//     relative to that open folder.
 //   - Inside it, gilspy never opens an existing name for writing. A file is created unnamed (O_TMPFILE) or under
 //     a random name with O_CREAT|O_EXCL|O_NOFOLLOW, and only given its name with linkat (which fails rather than
 //     follows when the name exists) or renameat (which replaces a directory entry, never writes through it).
@@ -29,6 +30,11 @@ inline constexpr mode_t kDefaultOutputMode = 0600;
 
 // strerror in lower case, to end a sentence: "no space left on device", "read-only file system".
 std::string errno_text(int errnum);
+
+// The output folder `dir` opened (O_PATH), walked name by name: a symbolic link on the way is followed only
+// when root or the user running gilspy (or sudo's invoker) owns it, and the folder itself must belong to one of
+// them. Throws Error(kIo) saying which name was refused and why. The caller closes the descriptor.
+int open_output_dir(const std::string& dir);
 
 // "0644" -> 0644; nullopt for what is not an octal mode of at most 0777.
 std::optional<mode_t> parse_file_mode(std::string_view text);

@@ -19,9 +19,24 @@
 namespace gilspy::cli {
 
 void ensure_output_dir(const std::string& dir) {
+  // What exists of the path is walked first as every output file's folder is (open_output_dir()):
+  // create_directories() alone would follow a link another user planted on the way.
   std::error_code ec;
+  std::filesystem::path existing = dir;
+  while (existing.has_relative_path() &&
+         !std::filesystem::exists(std::filesystem::symlink_status(existing, ec))) {
+    existing = existing.parent_path();
+  }
+  const std::string walk = existing.empty() ? std::string(".") : existing.string();
+  try {
+    ::close(open_output_dir(walk));
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir + ": " + e.what());
+  }
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir + ": " + errno_text(ec.value()));
+  if (ec)
+    throw Error(ErrorKind::kIo,
+                "cannot write to the output directory " + dir + ": " + errno_text(ec.value()));
   // access() says why: EACCES (permission denied) or EROFS (read-only file system) among others.
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     const int e = errno;

@@ -1080,6 +1080,20 @@ def scenario_output_links(gilspy, python):
             links_intact()
             left = sorted(os.listdir(d))
             check(not any(n.endswith(".partial") for n in left), f"a .partial was left: {left}")
+            # -o itself through a link the other user planted (to a folder of root's), or deeper through it, or
+            # a folder of that user's: refused in one line, nothing written or created there.
+            target_dir = tempfile.mkdtemp(prefix="gilspy-target-")
+            as_nobody("ln", "-s", target_dir, os.path.join(d, "out"))
+            as_nobody("mkdir", os.path.join(d, "theirs"))
+            for o, needle in ((os.path.join(d, "out"), "symbolic link of another user"),
+                              (os.path.join(d, "out", "sub"), "symbolic link of another user"),
+                              (os.path.join(d, "theirs"), "belongs to another user")):
+                out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 0.5, "-o", o)
+                one_line_error(out, needle)
+                out = run_gilspy(gilspy, "convert", "-i", good_raw, "-o", os.path.join(o, "x.trace.json"))
+                one_line_error(out, needle)
+            check(os.listdir(target_dir) == [], f"written through -o's link: {os.listdir(target_dir)}")
+            check(os.listdir(os.path.join(d, "theirs")) == [], "written into another user's folder")
     finally:
         w.kill()
 

@@ -179,6 +179,49 @@ TEST_CASE("output file: another user's file, a directory or a fifo at the name i
   }
 }
 
+TEST_CASE("output file: the folder is walked name by name; another user's links and folders are refused") {
+  TempDir dir;
+  const fs::path real = dir.path / "real";
+  fs::create_directory(real);
+  const fs::path mine = dir.path / "mine";  // a link of ours, relative, then absolute: followed
+  fs::create_directory_symlink("real", mine);
+  const fs::path abs = dir.path / "abs";
+  fs::create_directory_symlink(real, abs);
+  for (const fs::path& via : {real, mine, abs, mine / ".." / "mine"}) {
+    CAPTURE(via);
+    const int fd = gilspy::open_output_dir(via.string());
+    struct stat a {
+    }, b{};
+    REQUIRE(::fstat(fd, &a) == 0);
+    REQUIRE(::stat(real.c_str(), &b) == 0);
+    CHECK(a.st_ino == b.st_ino);
+    ::close(fd);
+  }
+  OutputFile f = OutputFile::temporary((mine / "x.json").string());
+  f.write_all("x");
+  f.commit();
+  CHECK(slurp(real / "x.json") == "x");
+  check_refused([&] { gilspy::open_output_dir((dir.path / "missing").string()); }, ErrorKind::kIo, "missing");
+  check_refused([&] { gilspy::open_output_dir((real / "x.json").string()); }, ErrorKind::kIo, "not a folder");
+  if (::geteuid() == 0) {
+    // As root: a link another user made, and a folder of theirs (what a shared /tmp may hold).
+    const fs::path planted = dir.path / "planted";
+    fs::create_directory_symlink(real, planted);
+    REQUIRE(::lchown(planted.c_str(), 65534, 65534) == 0);
+    check_refused([&] { gilspy::open_output_dir(planted.string()); }, ErrorKind::kIo,
+                  "symbolic link of another user (uid 65534)");
+    check_refused([&] { OutputFile::temporary((planted / "y.json").string()); }, ErrorKind::kIo,
+                  "symbolic link of another user");
+    const fs::path theirs = dir.path / "theirs";
+    fs::create_directory(theirs);
+    REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+    check_refused([&] { OutputFile::temporary((theirs / "y.json").string()); }, ErrorKind::kIo,
+                  "belongs to another user (uid 65534)");
+    CHECK_FALSE(fs::exists(real / "y.json"));
+    CHECK(fs::is_empty(theirs));
+  }
+}
+
 TEST_CASE("output file: --file-mode parsing") {
   CHECK(gilspy::parse_file_mode("0600") == mode_t{0600});
   CHECK(gilspy::parse_file_mode("644") == mode_t{0644});
