@@ -1,6 +1,8 @@
 #include "elfutils/python_binary.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <cctype>
 
@@ -162,13 +164,19 @@ PythonBinary locate_python(pid_t pid) { return locate_python(pid, read_maps(pid)
 PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
   std::vector<std::string> looked_at;
   std::optional<PyVersion> old_python;
+  std::string unreadable_python;  // why the first file that looks like the interpreter could not be read
   for (const auto& cand : candidates_from_maps(maps)) {
     const std::string open_path = path_in_process(pid, cand.path);
     std::optional<ElfImage> image;
     try {
       image.emplace(ElfImage::open_in_process(pid, cand.path));
-    } catch (const Error&) {
-      continue;  // a data file or something we cannot read: not the interpreter
+    } catch (const Error& e) {
+      // A data file or something we cannot read: not the interpreter, unless its name says it is.
+      const std::string base = basename_of(cand.path);
+      if (unreadable_python.empty() && (cand.is_libpython || base.rfind("python", 0) == 0)) {
+        unreadable_python = e.what();
+      }
+      continue;
     }
     looked_at.push_back(cand.path);
     const auto runtime = image->symbol("_PyRuntime");
@@ -220,6 +228,16 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
                 "process " + std::to_string(pid) + " runs Python " + std::to_string(old_python->major) + "." +
                     std::to_string(old_python->minor) +
                     ", which gilspy does not support (it supports CPython 3.8 and newer)");
+  }
+  // Before saying "not Python": the process may have exited while its files were read, or its interpreter
+  // may be there but unreadable (permission denied, a file gone): say that, it is what to act on.
+  if (::kill(pid, 0) != 0 && errno == ESRCH) {
+    throw Error(ErrorKind::kNoSuchProcess,
+                "process " + std::to_string(pid) + " exited while gilspy attached");
+  }
+  if (!unreadable_python.empty()) {
+    throw Error(ErrorKind::kElf,
+                "process " + std::to_string(pid) + " looks like Python, but " + unreadable_python);
   }
   std::string what = looked_at.empty() ? "no executable or library mapped" : "";
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;

@@ -2,6 +2,7 @@
 // libpython builds 3.8+ and Debian's stripped /usr/bin/python3.11). A missing binary is reported as SKIPPED;
 // with CI=true it is a failure instead.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -282,6 +283,38 @@ TEST_CASE("elf_image: Debian's stripped /usr/bin/python3.11") {
 TEST_CASE("elf_image: open fails with kElf and names the file") {
   SUBCASE("missing file") { expect_elf_error("/nonexistent/gilspy/libpython3.99.so"); }
   SUBCASE("not an ELF file") { expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt"); }
+}
+
+TEST_CASE(
+    "python_binary: an unreadable interpreter, or a process gone, is said so, not 'not a CPython process'") {
+  const std::vector<gilspy::elf::Mapping> maps = {{.start = 0x10000,
+                                                   .end = 0x20000,
+                                                   .offset = 0,
+                                                   .perms = "r-xp",
+                                                   .path = "/nonexistent/libpython3.11.so.1.0"}};
+  try {
+    gilspy::elf::locate_python(::getpid(), maps);
+    FAIL("found Python in a file that cannot be opened");
+  } catch (const gilspy::Error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.kind() == gilspy::ErrorKind::kElf);
+    CHECK(what.find("looks like Python") != std::string::npos);
+    CHECK(what.find("libpython3.11.so.1.0") != std::string::npos);
+    CHECK(what.find("not a CPython") == std::string::npos);
+  }
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  try {
+    gilspy::elf::locate_python(child, maps);
+    FAIL("found Python in a process that has exited");
+  } catch (const gilspy::Error& e) {
+    CHECK(e.kind() == gilspy::ErrorKind::kNoSuchProcess);
+    CHECK(std::string(e.what()).find("exited while gilspy attached") != std::string::npos);
+  }
 }
 
 TEST_CASE("elf_image: a process's files are opened in its root without following symlinks") {
