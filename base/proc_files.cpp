@@ -120,6 +120,11 @@ std::optional<uint64_t> status_caps(pid_t pid, const char* key) {
 
 }  // namespace
 
+bool has_capability(int bit) {
+  const auto eff = status_caps(0, "CapEff");
+  return eff && ((*eff >> bit) & 1) != 0;
+}
+
 std::string capability_names(uint64_t mask) {
   // linux/capability.h, in bit order.
   static constexpr const char* kNames[] = {
@@ -152,8 +157,10 @@ std::string ptrace_permission_hint(pid_t pid) {
            " may belong to another user namespace (a container's), or a security module (SELinux, AppArmor, "
            "lockdown) forbids reading it; run gilspy in the target's namespace or on the host";
   }
-  std::string hint = "run gilspy as root, or as the target's user with CAP_SYS_PTRACE (sudo setcap "
-                     "cap_sys_ptrace+ep $(which gilspy))";
+  std::string hint =
+      "run gilspy as root (sudo), or give the binary CAP_SYS_PTRACE (sudo setcap cap_sys_ptrace+ep "
+      "$(which gilspy); then every user who can run it can read every process's memory, root's "
+      "included, with --any-user)";
   if (auto scope = read_proc_file("/proc/sys/kernel/yama/ptrace_scope")) {
     if (const size_t nl = scope->find('\n'); nl != std::string::npos) scope->resize(nl);
     hint += "; kernel.yama.ptrace_scope is " + *scope;
@@ -178,6 +185,18 @@ std::optional<std::string> process_image_id(pid_t pid) {
   size_t end = pos;
   for (int k = 0; k < 3 && end != std::string::npos; ++k) end = stat->find(' ', end + 1);
   return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+
+std::optional<uid_t> process_real_uid(pid_t pid) {
+  const auto status = read_proc_file("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return std::nullopt;
+  const size_t at = status->find("\nUid:");
+  if (at == std::string::npos) return std::nullopt;
+  const char* p = status->c_str() + at + 5;
+  char* end = nullptr;
+  const unsigned long uid = std::strtoul(p, &end, 10);
+  if (end == p) return std::nullopt;
+  return static_cast<uid_t>(uid);
 }
 
 std::optional<std::string> process_start_time(pid_t pid) {

@@ -31,6 +31,10 @@ std::vector<pid_t> all_process_ids();
 // (fields 26-28), which an exec() replaces (address-space randomization moves them) and nothing else changes.
 // nullopt when the process is gone or the file cannot be read.
 std::optional<std::string> process_image_id(pid_t pid);
+// Whether gilspy's own effective capability set holds capability `bit` (19: CAP_SYS_PTRACE).
+bool has_capability(int bit);
+// The real user id of a process (/proc/PID/status, "Uid:"); nullopt when it is gone or unreadable.
+std::optional<uid_t> process_real_uid(pid_t pid);
 // When the process started (field 22 of /proc/PID/stat, clock ticks after boot), as text: a pid reused by a new
 // process has another. nullopt when the process is gone.
 std::optional<std::string> process_start_time(pid_t pid);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/process_discovery.hpp"
 #include "cli/version_policy.hpp"
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
@@ -22,12 +23,14 @@ struct InfoOptions {
   bool json = false;
   double wait_s = 2.0;
   bool strict_version = false;
+  bool any_user = false;
 };
 
 std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 int run_info(const InfoOptions& o) {
   require_process_id(o.pid);
+  check_target_owner(o.pid, o.any_user);
   sampler::RemoteMemoryReader reader(o.pid);
   // A python executable that has not mapped libpython yet is waited for too; anything else is refused at once.
   char exe[4096] = {};
@@ -128,8 +131,12 @@ Runner add_info_command(CLI::App& app) {
               "the thread is doing. --json prints the same as one JSON object.");
   cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number())->type_name("PID");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
-  cmd->add_flag("--strict-version", opts->strict_version,
-                "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
+  cmd->add_flag("--any-user", opts->any_user,
+                "Not run as root (file capabilities): also another user's process; without it gilspy reads "
+                "only its own user's");
+  cmd->add_flag(
+      "--strict-version", opts->strict_version,
+      "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
   cmd->add_option("--wait", opts->wait_s,
                   "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
       ->default_val(2.0)

@@ -80,6 +80,7 @@ Runner add_record_command(CLI::App& app) {
     opts->loop.duration_s = duration_s;
     opts->attach_timeout_s = targets->attach_timeout_s;
     opts->strict_version = targets->strict_version;
+    opts->any_user = targets->any_user;
     opts->discover = targets->discover();
     opts->follow = !targets->no_follow;
     opts->accelerator_only = targets->accelerator;

@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "base/error.hpp"
 #include "base/proc_files.hpp"
 
 namespace gilspy::cli {
@@ -96,6 +97,19 @@ std::vector<pid_t> python_processes(pid_t self) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+void check_target_owner(pid_t pid, bool any_user) {
+  constexpr int kCapSysPtrace = 19;
+  // Without the capability the kernel refuses another user's process by itself (and says what to do).
+  if (any_user || ::geteuid() == 0 || !has_capability(kCapSysPtrace)) return;
+  const auto uid = process_real_uid(pid);
+  if (!uid || *uid == ::getuid()) return;
+  throw Error(ErrorKind::kPermission,
+              "process " + std::to_string(pid) + " belongs to another user (uid " + std::to_string(*uid) +
+                  "): gilspy, not run as root, reads only its own user's processes (uid " +
+                  std::to_string(::getuid()) +
+                  "); --any-user reads others' too, where its capabilities allow");
 }
 
 std::optional<std::string> process_key(pid_t pid) {

@@ -29,4 +29,9 @@ std::vector<pid_t> python_processes(pid_t self);
 // pid has another) and code and stack addresses (an exec() replaces them). nullopt when the process is gone.
 std::optional<std::string> process_key(pid_t pid);
 
+// Run with CAP_SYS_PTRACE but not as root (file capabilities), gilspy reads only its own user's processes unless
+// `any_user`: a capability on the binary would let every user who can run it read every process, root's
+// included. Throws Error(kPermission) naming the owner and --any-user; a process gone is left to attaching.
+void check_target_owner(pid_t pid, bool any_user);
+
 }  // namespace gilspy::cli

@@ -64,6 +64,7 @@ int run_record(const RecordOptions& o) {
        .loop = o.loop,
        .attach_timeout_s = o.attach_timeout_s,
        .strict_version = o.strict_version,
+       .any_user = o.any_user,
        .discover = o.discover,
        .follow = o.follow,
        .accelerator_only = o.accelerator_only,

@@ -24,6 +24,7 @@ struct RecordOptions {
   bool status = true;  // live status line when stderr is a terminal
   double attach_timeout_s = 10;
   bool strict_version = false;
+  bool any_user = false;
   Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
   bool follow = true;
   bool accelerator_only = false;

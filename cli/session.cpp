@@ -175,6 +175,7 @@ void Session::Impl::attach() {
       auto reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
       sampler::Interpreter interp;
       try {
+        check_target_owner(pid, options.any_user);
         interp = sampler::attach(pid, *reader, {.timeout_s = 2.0, .retry_interval_s = 0.01});
         apply_version_policy(interp, options.strict_version);
       } catch (const Error& e) {
@@ -208,6 +209,7 @@ Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_s
   auto reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
   sampler::Interpreter interp;
   try {
+    check_target_owner(pid, options.any_user);
     interp = sampler::attach(pid, *reader, {.timeout_s = first_scan ? 0.5 : 0.0, .retry_interval_s = 0.01});
     apply_version_policy(interp, options.strict_version);
   } catch (const Error& e) {

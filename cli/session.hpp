@@ -41,6 +41,7 @@ struct SessionOptions {
   sampler::PollLoopOptions loop;     // rate, duration, busy, realtime, stats tick
   double attach_timeout_s = 10;      // launch mode: how long the program may take to start its interpreter
   bool strict_version = false;       // refuse a Python newer than gilspy knows (else warn and record)
+  bool any_user = false;             // not run as root: also other users' processes (check_target_owner())
   Discover discover = Discover::kNone;
   bool follow = true;             // kAllPython: also processes that start later (kDescendants always follows)
   bool accelerator_only = false;  // found processes: only those holding an accelerator device open

@@ -54,6 +54,9 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_flag(
       "--strict-version", a.strict_version,
       "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
+  cmd.add_flag("--any-user", a.any_user,
+               "Not run as root (file capabilities): also " + verb +
+                   " other users' processes; without it, only those of gilspy's own user");
   cmd.add_flag("--subprocesses", a.subprocesses,
                "Also " + verb +
                    " the Python processes the targets start, as they appear (multiprocessing and "

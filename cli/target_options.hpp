@@ -25,6 +25,7 @@ struct TargetArgs {
   bool anywhere = false;
   double attach_timeout_s = 10;
   bool strict_version = false;  // refuse a Python newer than gilspy knows instead of warning
+  bool any_user = false;        // not run as root: other users' processes too
   bool subprocesses = false;    // also the targets' Python descendants, as they appear
   bool no_follow = false;       // every-Python-process mode: only those running at the start
   bool accelerator = false;     // found processes: only those holding an accelerator device open

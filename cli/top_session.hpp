@@ -17,6 +17,7 @@ struct TopOptions {
   sampler::PollLoopOptions loop;     // rate and mode as `record`; the stats tick is set from interval_s
   double attach_timeout_s = 10;
   bool strict_version = false;
+  bool any_user = false;
   Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
   bool follow = true;
   bool accelerator_only = false;

@@ -688,6 +688,30 @@ def scenario_no_permission(gilspy, python):
         if "setpriv:" in out.stderr:
             raise Failure(f"cannot run gilspy as an unprivileged user: {out.stderr.strip()}")
         one_line_error(out, "permission")
+        # With CAP_SYS_PTRACE on the binary, any user who can run it could read any process: it refuses another
+        # user's unless --any-user. (A target whose files that user can read: Debian's /usr/bin/python3.11.)
+        capped = shutil.copy(gilspy, os.path.join(copy_dir, "gilspy-capped"))
+        os.chmod(capped, 0o755)
+        r = subprocess.run(["setcap", "cap_sys_ptrace+ep", capped], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failure(f"setcap cap_sys_ptrace+ep {capped}: {r.stderr.strip()}")
+        system_python = "/usr/bin/python3.11"
+        target = p if not os.path.exists(system_python) else subprocess.Popen(
+            [system_python, os.path.join(WORKLOADS, "sleeper.py"), "30"])
+        try:
+            time.sleep(0.5)
+            as_nobody_cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", capped, "info", "-p",
+                             str(target.pid)]
+            out = subprocess.run(as_nobody_cmd, capture_output=True, text=True, timeout=30)
+            one_line_error(out, "another user (uid 0)", "--any-user")
+            if target is not p:
+                out = subprocess.run(as_nobody_cmd + ["--any-user"], capture_output=True, text=True, timeout=30)
+                check(out.returncode == 0 and "GIL 0x" in out.stdout,
+                      f"--any-user with CAP_SYS_PTRACE: exit {out.returncode}, {out.stderr.strip()!r}")
+        finally:
+            if target is not p:
+                target.kill()
+                target.wait()
     finally:
         p.kill()
         p.wait()

@@ -36,6 +36,12 @@ TEST_CASE("proc_files: a process's start time is its own, later for a later proc
   CHECK(mine->find_first_not_of("0123456789") == std::string::npos);
 }
 
+TEST_CASE("proc_files: a process's real user") {
+  CHECK(gilspy::process_real_uid(::getpid()) == ::getuid());
+  CHECK(gilspy::process_real_uid(1) == 0u);
+  CHECK_FALSE(gilspy::process_real_uid(0x7ffffff0));
+}
+
 TEST_CASE("proc_files: a thread id belongs to its process; parents and the process list") {
   const pid_t self = ::getpid();
   CHECK(gilspy::thread_group_of(self) == self);
