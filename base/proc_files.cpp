@@ -108,14 +108,41 @@ std::vector<pid_t> all_process_ids() {
 
 namespace {
 
-// "CapEff:\t000001ffffffffff" of a status file; nullopt when absent.
-std::optional<uint64_t> status_caps(pid_t pid, const char* key) {
-  const auto text = read_proc_file(pid == 0 ? "/proc/self/status" : "/proc/" + std::to_string(pid) + "/status");
+// The text after "KEY:" in /proc/PID/status (pid 0: gilspy's own); nullopt when absent or gone.
+std::optional<std::string> status_value(pid_t pid, const char* key) {
+  const auto text =
+      read_proc_file(pid == 0 ? "/proc/self/status" : "/proc/" + std::to_string(pid) + "/status");
   if (!text) return std::nullopt;
   const std::string k = std::string("\n") + key + ":";
   const size_t at = text->find(k);
   if (at == std::string::npos) return std::nullopt;
-  return std::strtoull(text->c_str() + at + k.size(), nullptr, 16);
+  const size_t end = text->find('\n', at + k.size());
+  return text->substr(at + k.size(), end == std::string::npos ? std::string::npos : end - at - k.size());
+}
+
+// "CapEff:\t000001ffffffffff" of a status file; nullopt when absent.
+std::optional<uint64_t> status_caps(pid_t pid, const char* key) {
+  const auto value = status_value(pid, key);
+  if (!value) return std::nullopt;
+  return std::strtoull(value->c_str(), nullptr, 16);
+}
+
+// Fields `first` to `last` (numbered as in proc(5): 3 is the state) of /proc/PID/stat, as they are written;
+// nullopt when the process is gone or the line is short.
+std::optional<std::string> stat_fields(pid_t pid, int first, int last) {
+  const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return std::nullopt;
+  const size_t paren = stat->rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return std::nullopt;
+  size_t pos = paren + 2;  // field 3
+  for (int field = 3; field < first && pos != std::string::npos; ++field) {
+    pos = stat->find(' ', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos) return std::nullopt;
+  size_t end = pos;
+  for (int k = first; k <= last && end != std::string::npos; ++k) end = stat->find(' ', end + 1);
+  return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
 }
 
 }  // namespace
@@ -171,47 +198,20 @@ std::string ptrace_permission_hint(pid_t pid) {
 }
 
 std::optional<std::string> process_image_id(pid_t pid) {
-  const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return std::nullopt;
-  const size_t paren = stat->rfind(')');  // the command name may hold spaces and parentheses
-  if (paren == std::string::npos) return std::nullopt;
-  // After ") " comes field 3 (state); fields 26, 27, 28 are startcode, endcode, startstack.
-  size_t pos = paren + 2;
-  for (int field = 3; field < 26 && pos != std::string::npos; ++field) {
-    pos = stat->find(' ', pos);
-    if (pos != std::string::npos) ++pos;
-  }
-  if (pos == std::string::npos) return std::nullopt;
-  size_t end = pos;
-  for (int k = 0; k < 3 && end != std::string::npos; ++k) end = stat->find(' ', end + 1);
-  return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+  return stat_fields(pid, 26, 28);  // startcode, endcode, startstack
 }
 
 std::optional<uid_t> process_real_uid(pid_t pid) {
-  const auto status = read_proc_file("/proc/" + std::to_string(pid) + "/status");
-  if (!status) return std::nullopt;
-  const size_t at = status->find("\nUid:");
-  if (at == std::string::npos) return std::nullopt;
-  const char* p = status->c_str() + at + 5;
+  const auto value = status_value(pid, "Uid");  // real, effective, saved, filesystem
+  if (!value) return std::nullopt;
   char* end = nullptr;
-  const unsigned long uid = std::strtoul(p, &end, 10);
-  if (end == p) return std::nullopt;
+  const unsigned long uid = std::strtoul(value->c_str(), &end, 10);
+  if (end == value->c_str()) return std::nullopt;
   return static_cast<uid_t>(uid);
 }
 
 std::optional<std::string> process_start_time(pid_t pid) {
-  const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return std::nullopt;
-  const size_t paren = stat->rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  size_t pos = paren + 2;  // field 3; field 22 is starttime
-  for (int field = 3; field < 22 && pos != std::string::npos; ++field) {
-    pos = stat->find(' ', pos);
-    if (pos != std::string::npos) ++pos;
-  }
-  if (pos == std::string::npos) return std::nullopt;
-  const size_t end = stat->find(' ', pos);
-  return stat->substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+  return stat_fields(pid, 22, 22);
 }
 
 std::string process_executable(pid_t pid) {

@@ -44,7 +44,7 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       gc_(interp, options.read_gc, ThreadWalker::kMaxThreads, queue, target, options.gc_read_period_ns) {
   active_.reserve(ThreadWalker::kMaxThreads);
   process_stat_.reset(interp.pid, interp.pid);
-  process_stat_.open();  // now: it then stays this process's, if the pid goes to another (check_stopped())
+  process_stat_.open();  // now: it then stays this process's, if the pid goes to another (check_process())
   gc_.prepare(reader_);
   if (gc_.state_len() > 0) {
     const uint64_t gil = interp.gil_addr, gc = gc_.state_addr();
@@ -143,7 +143,7 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
 
 // A stopped process (SIGSTOP, a debugger) looks like a GIL held for as long as the stop: the holder did not
 // run. Its leader's task state says so; checked at periodic re-walks (every 20 ms), one pread.
-bool ProcessSampler::check_stopped(int64_t t_mid) {
+bool ProcessSampler::check_process(int64_t t_mid) {
   bool ended = false;
   const char state = process_stat_.state(&ended);
   if (ended) return false;
@@ -303,7 +303,7 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   }
   if (walk_incomplete_) dirty = true;
   const bool periodic = t_now - last_walk_ns_ >= options_.walk_period_ns;
-  if (periodic && !check_stopped(t_mid)) {
+  if (periodic && !check_process(t_mid)) {
     // The process we attached to has ended, and its pid (and memory, with the same layout and no address
     // randomization) belongs to another: what was read is not ours.
     end_cause_ = TargetEnd::kExited;

@@ -141,9 +141,9 @@ class ProcessSampler {
 
   bool poll_once(int64_t t_now, int64_t t_from);     // poll() but for a target that exits under it
   void rewalk(int64_t t_mid, bool changed = false);  // changed: the list is known to differ from the last
-  // Whether the whole process is stopped (SIGSTOP, a debugger); false when the process we attached to has
-  // ended, whoever has its pid now.
-  bool check_stopped(int64_t t_mid);
+  // Notes whether the whole process is stopped (SIGSTOP, a debugger). Returns false when the process we
+  // attached to has ended, whoever has its pid now.
+  bool check_process(int64_t t_mid);
   bool names_active_thread(const ThreadRef& ref) const;  // same tid or identity as a followed thread
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
