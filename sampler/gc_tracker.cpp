@@ -1,6 +1,7 @@
 #include "sampler/gc_tracker.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.hpp"
 
@@ -101,7 +102,9 @@ void GcTracker::saw_holder(const Holder& holder, int64_t window_from) {
     p->hold_since = holder.hold_since;
     p->from = std::max(holder.hold_since, open_.start);
   }
-  if (open_.certain < 0 && window_from >= 0 && holder.hold_since <= window_from) {
+  // Strictly before: a hand-off in the window is dated at the window's start, which is the previous reading
+  // itself when that poll came late (poll_loop.cpp); such a hold began inside the window.
+  if (open_.certain < 0 && window_from >= 0 && holder.hold_since < window_from) {
     open_.certain = static_cast<int>(p - open_.parts.data());
   }
 }
@@ -129,6 +132,19 @@ void GcTracker::take_one(Delta& d) {
     d.uncollectable[g] = 0;
     return;
   }
+}
+
+void GcTracker::counter_moved(const Holder& holder, const Holder& before, int64_t t_prev) {
+  // Whoever held the GIL across this window moved the counter: the collector.
+  saw_holder(holder, t_prev);
+  if (open_.certain >= 0 || before.slot < 0 || before.tid == holder.tid) return;
+  // The GIL changed hands in the window. The counter moves as the collection proper ends (C code that never
+  // lets the GIL go), and the stop callbacks right after it are Python code, where a thread that waited
+  // through the collection has its drop request answered: so the thread that held before the hand-off moved
+  // it. (The one that holds now did only if it took the GIL back in the window and its collection proper fit
+  // in the rest of it: a part shorter than a poll window.) Without this, a thread handed the GIL in the start
+  // and stop callbacks of a contended collection could hold more of it than the collector and be named.
+  if (Part* p = part_of(before.slot, before.tid)) open_.probable = static_cast<int>(p - open_.parts.data());
 }
 
 void GcTracker::untimed(const Delta& d, int64_t ts, int64_t window) {
@@ -168,11 +184,12 @@ void GcTracker::hold_closed(size_t slot, int64_t tid, int64_t since, int64_t at)
 void GcTracker::end(int64_t at) {
   Open& o = open_;
   const int64_t dur = std::max<int64_t>(0, at - o.start);
-  int best = o.certain;
+  const int named = o.certain >= 0 ? o.certain : o.probable;
+  int best = named;
   for (size_t i = 0; i < o.nparts; ++i) {
     Part& p = o.parts[i];
     if (p.holding) close_part(p, at);
-    if (best < 0 || (o.certain < 0 && p.total > o.parts[static_cast<size_t>(best)].total)) {
+    if (best < 0 || (named < 0 && p.total > o.parts[static_cast<size_t>(best)].total)) {
       best = static_cast<int>(i);
     }
   }
@@ -206,6 +223,7 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
   const int64_t t_prev = started_ ? last_read_ns_ : t_now;
   const int64_t t_mid = t_prev + (t_now - t_prev) / 2;
   last_read_ns_ = t_now;
+  const Holder before = std::exchange(last_holder_, holder);
   GcSample s = decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
   if (!s.plausible()) {
     // A first reading that makes no sense: this is not the GC state gilspy thinks it is; never guessed. Later
@@ -276,8 +294,7 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
       }
       take_one(d);
       open_.counted_at = t_mid;
-      // Whoever held the GIL across this window moved the counter: the collector.
-      saw_holder(holder, t_prev);
+      counter_moved(holder, before, t_prev);
       if (d.any()) {
         // More moves than the one seen running: after it, other collections ran between the two polls, so it
         // ended in this interval, and what runs now (if anything) is a later one. Split here, so that the

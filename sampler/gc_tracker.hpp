@@ -121,6 +121,9 @@ class GcTracker {
     std::array<Part, kParts> parts{};
     size_t nparts = 0;
     int certain = -1;  // the part seen holding across the window of its start or its counter move
+    // Where no part is certain: the part that held before a hand-off in the window of its counter move (see
+    // counter_moved()).
+    int probable = -1;
     bool counted = false;
     int64_t counted_at = 0;  // the poll that saw its counter move
     int32_t generation = -1;
@@ -142,6 +145,8 @@ class GcTracker {
   // is emitted as untimed over [ts, ts + window].
   void take_one(Delta& d);
   void untimed(const Delta& d, int64_t ts, int64_t window);
+  // The open collection's counter moved in (t_prev, now]: `before` held at t_prev, `holder` holds now.
+  void counter_moved(const Holder& holder, const Holder& before, int64_t t_prev);
   void end(int64_t at);
   void count_wait(size_t slot, int64_t since, int64_t at);
   void emit_counts(const GcSample& s, int64_t at);
@@ -166,6 +171,7 @@ class GcTracker {
   bool started_ = false;
   int64_t read_period_ns_ = 0;
   int64_t last_read_ns_ = 0;  // the last good reading
+  Holder last_holder_;        // who held the GIL at it
   GcSample prev_;
   GcSample last_counts_;
   int64_t last_counts_ns_ = 0;
