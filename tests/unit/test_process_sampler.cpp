@@ -679,21 +679,42 @@ TEST_CASE("poll loop: each stats tick says where every live thread stands") {
   tasks.state[101] = TaskState::kGilCond;
   RecordQueue q(1 << 16);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0);
-  PollLoop loop({.rate_hz = 2000, .duration_s = 0.1, .realtime = false, .nice = 0, .stats_period_s = 0.02},
-                q);
+  // Stopped once it has ticked 3 times (every 20 ms), not after a fixed time: a loaded machine (CI's
+  // sanitizer build beside a compiler) once gave a 100 ms loop a single tick.
+  PollLoop loop({.rate_hz = 2000, .duration_s = 30, .realtime = false, .nice = 0, .stats_period_s = 0.02}, q);
   std::atomic<bool> stop{false};
   ProcessSampler* samplers[] = {&s};
-  CHECK(loop.run(samplers, stop) == StopReason::kDuration);
+  StopReason reason = StopReason::kDuration;
+  std::thread poller([&] { reason = loop.run(samplers, stop); });
   int stats = 0;
   std::map<int64_t, raw::ThreadState> latest;
-  for (const auto& r : drain(q)) {
-    if (std::holds_alternative<raw::Stats>(r)) ++stats;
+  std::map<int64_t, int> states_per_tick;  // ThreadState records after the last Stats, by tid
+  const auto take = [&](const raw::Record& r) {
     if (const auto* st = std::get_if<raw::ThreadState>(&r)) {
       CHECK(st->ts >= st->since);
       latest[st->tid] = *st;
+      ++states_per_tick[st->tid];
+    }
+    if (std::holds_alternative<raw::Stats>(r)) {
+      // The tick before this one (Stats, then the threads): every live thread, once.
+      if (stats > 0) CHECK(states_per_tick == std::map<int64_t, int>{{100, 1}, {101, 1}});
+      ++stats;
+      states_per_tick.clear();
+    }
+  };
+  raw::TargetRecord e;
+  while (stats < 3 && poller.joinable() && !stop) {
+    if (q.pop(&e)) {
+      take(e.record);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  CHECK(stats >= 3);  // ticks every 20 ms over 100 ms, and one at the end
+  stop = true;
+  poller.join();
+  while (q.pop(&e)) take(e.record);
+  CHECK(reason == StopReason::kStopped);
+  CHECK(stats >= 4);  // three ticks, and one at the end
   REQUIRE(latest.size() == 2);
   CHECK(latest[100].role == raw::GilRole::kHolding);
   CHECK(latest[101].role == raw::GilRole::kWaiting);
