@@ -127,43 +127,62 @@ void RawFileSink::flush(File& f) {
 
 // Finishes every file, even when the session failed or another file cannot be finished: what was recorded
 // stays readable. Every file first, then the reports: a report that cannot be printed must not leave another
-// target's files unfinished. The first error is thrown at the end.
+// target's files unfinished. Every target's summary is reported, also where its files could not be written
+// (a full disk: the summary is built from the records, not from the file), with what its files lack. The
+// first error is thrown at the end.
 void RawFileSink::finish(const SessionEnd& end) {
   std::optional<Error> first_error;
-  std::vector<std::pair<File*, raw::LoopFigures>> finished;
+  std::vector<Finished> finished;
   for (auto& [id, f] : files_) {
-    raw::LoopFigures fig = end.figures.at(id);
-    // Events lost to a full disk are missing from the file like those lost to queue overflow.
-    fig.dropped_events += f.writer->lost_records();
-    f.summary.set_end(end.end_ns);
+    Finished done{.file = &f, .figures = end.figures.at(id)};
     try {
-      try {
-        f.writer->finish(f.summary.to_json(f.target->rate_hz, fig));
-      } catch (const Error&) {
-        if (f.writer->lost_records() != 0) {
-          fmt::print(stderr, "gilspy: warning: {} events of {} were lost (memory bound reached while the disk "
-                             "refused writes)\n",
-                     f.writer->lost_records(), f.writer->partial_path());
-        }
-        throw;
-      }
-      if (f.writer->lost_records() != 0) {
-        fmt::print(stderr,
-                   "gilspy: warning: {} lacks {} events that could not be written (the disk refused them and the "
-                   "memory bound was reached); its summary still counts them\n",
-                   f.raw_path, f.writer->lost_records());
-      }
-      if (write_trace_) convert::convert_to_chrome_trace({f.raw_path}, f.trace_path, {.mode = file_mode_});
+      finish_file(f, end.end_ns, done);
     } catch (const Error& e) {
       if (!first_error) first_error = e;
-      continue;
     }
-    finished.emplace_back(&f, fig);
+    finished.push_back(std::move(done));
   }
-  for (const auto& [f, fig] : finished) {
-    on_finished_({*f->target, f->raw_path, write_trace_ ? f->trace_path : "", f->summary, fig});
+  for (const Finished& d : finished) {
+    on_finished_({.target = *d.file->target,
+                  .raw_path = d.raw_problem.empty() ? d.file->raw_path : d.file->writer->partial_path(),
+                  .trace_path = write_trace_ && d.trace_problem.empty() ? d.file->trace_path : "",
+                  .summary = d.file->summary,
+                  .figures = d.figures,
+                  .raw_problem = d.raw_problem,
+                  .trace_problem = d.trace_problem,
+                  .events = d.file->writer->events(),
+                  .events_in_file = d.file->writer->events_in_file()});
   }
   if (first_error) throw *first_error;
+}
+
+void RawFileSink::finish_file(File& f, int64_t end_ns, Finished& done) {
+  // Events lost to a full disk are missing from the file like those lost to queue overflow.
+  const uint64_t queue_dropped = done.figures.dropped_events;
+  done.figures.dropped_events += f.writer->lost_records();
+  f.summary.set_end(end_ns);
+  try {
+    f.writer->finish(f.summary.to_json(f.target->rate_hz, done.figures));
+  } catch (const Error& e) {
+    // What the .partial lacks, exactly: the events lost at the memory bound and those still in memory.
+    done.figures.dropped_events = queue_dropped + (f.writer->events() - f.writer->events_in_file());
+    done.raw_problem = e.what();
+    done.trace_problem = "not made from an incomplete raw file";
+    throw;
+  }
+  if (f.writer->lost_records() != 0) {
+    fmt::print(stderr,
+               "gilspy: warning: {} lacks {} events that could not be written (the disk refused them and the "
+               "memory bound was reached); its summary still counts them\n",
+               f.raw_path, f.writer->lost_records());
+  }
+  if (!write_trace_) return;
+  try {
+    convert::convert_to_chrome_trace({f.raw_path}, f.trace_path, {.mode = file_mode_});
+  } catch (const Error& e) {
+    done.trace_problem = e.what();
+    throw;
+  }
 }
 
 }  // namespace gilspy::cli

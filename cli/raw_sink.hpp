@@ -19,6 +19,10 @@ struct FinishedTarget {
   std::string trace_path;  // "" with no trace
   const raw::SummaryBuilder& summary;
   const raw::LoopFigures& figures;
+  // Why the raw file could not be finished (raw_path is then its .partial) or the trace not written; ""
+  // when they were.
+  std::string raw_problem = {}, trace_problem = {};
+  uint64_t events = 0, events_in_file = 0;  // the raw file's events: recorded, and wholly in the file
 };
 
 // Creates `dir` if needed; throws Error(kIo) naming it and why when it cannot be written to (permission
@@ -51,7 +55,15 @@ class RawFileSink final : public Sink {
     bool write_failing = false;  // said on stderr; said again when it recovers
     uint64_t lost_when_failing = 0;
   };
+  // One target's files at the end, and what became of them.
+  struct Finished {
+    File* file = nullptr;
+    raw::LoopFigures figures;
+    std::string raw_problem = {}, trace_problem = {};
+  };
   void flush(File& f);
+  // Finishes f's raw file and writes its trace; throws the first Error, said in `done` too.
+  void finish_file(File& f, int64_t end_ns, Finished& done);
   std::string output_dir_;
   bool write_trace_;
   mode_t file_mode_;

@@ -48,6 +48,12 @@ void RecordJsonSink::finished_target(const FinishedTarget& done) {
   json t = target_json(done.target);
   t["raw"] = done.raw_path;
   t["trace"] = done.trace_path.empty() ? json(nullptr) : json(done.trace_path);
+  // A file that could not be written (a full disk): why, and what the raw file lacks.
+  if (!done.raw_problem.empty()) {
+    t["raw_error"] = done.raw_problem;
+    t["raw_events"] = {{"recorded", done.events}, {"in_file", done.events_in_file}};
+  }
+  if (!done.trace_problem.empty()) t["trace_error"] = done.trace_problem;
   t["stop_reason"] = done.figures.stop_reason;
   t["summary"] = done.summary.to_json(done.target.rate_hz, done.figures);
   finished_.push_back(std::move(t));

@@ -165,6 +165,31 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
   }
 }
 
+// Where the files went, or why they could not be written and what the raw file lacks.
+void files_lines(std::string& out, const SummaryInput& in) {
+  if (in.raw_problem.empty()) {
+    fmt::format_to(std::back_inserter(out), "  raw data: {}\n", escape_for_terminal(in.raw_path));
+  } else {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  raw data: INCOMPLETE, {} holds {} of the {} events recorded ({} lost) and no summary: {}\n",
+        escape_for_terminal(in.raw_path), in.events_in_file, in.events,
+        in.events - std::min(in.events, in.events_in_file), escape_for_terminal(in.raw_problem));
+  }
+  if (!in.trace_path.empty()) {
+    fmt::format_to(std::back_inserter(out),
+                   "  trace:    {}  (Chrome DevTools > Performance > Load profile, ui.perfetto.dev, "
+                   "MindStudio Insight)\n",
+                   escape_for_terminal(in.trace_path));
+  } else if (!in.trace_problem.empty()) {
+    fmt::format_to(
+        std::back_inserter(out), "  trace:    not written: {}{}\n", escape_for_terminal(in.trace_problem),
+        in.raw_problem.empty()
+            ? fmt::format(" (once there is room: gilspy convert -i {})", escape_for_terminal(in.raw_path))
+            : "");
+  }
+}
+
 }  // namespace
 
 std::string format_target_summary(const SummaryInput& in, const SummaryOptions& o) {
@@ -175,13 +200,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
                  "gilspy: recorded pid {} (Python {}, rank {}) for {:.2f} s, stopped by {}\n", in.pid,
                  escape_for_terminal(in.python_version), in.rank, seconds,
                  escape_for_terminal(in.loop.stop_reason));  // may name a program the target exec'd
-  fmt::format_to(std::back_inserter(out), "  raw data: {}\n", escape_for_terminal(in.raw_path));
-  if (!in.trace_path.empty()) {
-    fmt::format_to(std::back_inserter(out),
-                   "  trace:    {}  (Chrome DevTools > Performance > Load profile, ui.perfetto.dev, "
-                   "MindStudio Insight)\n",
-                   escape_for_terminal(in.trace_path));
-  }
+  files_lines(out, in);
   if (o.quiet) return out;
   polls_lines(out, in, o);
   fmt::format_to(std::back_inserter(out), "  GIL held {:.1f} % of the recording (all threads together)\n",
@@ -229,7 +248,11 @@ void print_target_summary(const FinishedTarget& done, const SummaryOptions& o) {
                         .trace_path = done.trace_path,
                         .summary = done.summary,
                         .loop = done.figures,
-                        .gc_why_off = gc_off};
+                        .gc_why_off = gc_off,
+                        .raw_problem = done.raw_problem,
+                        .trace_problem = done.trace_problem,
+                        .events = done.events,
+                        .events_in_file = done.events_in_file};
   std::fputs(format_target_summary(in, o).c_str(), stdout);
   std::fflush(stdout);
 }

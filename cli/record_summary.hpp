@@ -25,6 +25,10 @@ struct SummaryInput {
   const raw::SummaryBuilder& summary;
   const raw::LoopFigures& loop;
   std::string gc_why_off = {};  // why the GC state was not read ("" when it was)
+  // Why the raw file (raw_path: its .partial) or the trace could not be written; "" when they were. The raw
+  // file's events: recorded, and wholly in the file.
+  std::string raw_problem = {}, trace_problem = {};
+  uint64_t events = 0, events_in_file = 0;
 };
 
 std::string format_target_summary(const SummaryInput& in, const SummaryOptions& o);

@@ -43,6 +43,7 @@
 // stored kind does (older readers reject unknown kinds).
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <istream>
 #include <optional>
@@ -112,17 +113,29 @@ class Writer {
   const std::string& partial_path() const { return partial_path_; }
   uint64_t lost_records() const { return lost_records_; }  // not written: memory bound reached
   size_t pending_bytes() const { return pending_.size(); }
+  // Events handed to write() that the file stores (a line each), and those of them wholly in the file so far
+  // (a line the disk took only part of is not: a reader drops it). After a finish() that threw, the
+  // difference is what the .partial lacks.
+  uint64_t events() const { return events_ + lost_records_; }
+  uint64_t events_in_file() const { return events_in_file_; }
 
  private:
   void write_line(const std::string& line);
+  void count_written(size_t bytes);  // `bytes` of pending_ went out: which event lines are now in the file
   std::string final_path_;
   std::string partial_path_;
   WriterOptions options_;
   OutputFile file_;
-  std::string pending_;  // written out at flush(), or once it reaches 64 KiB
+  std::string pending_;   // written out at flush(), or once it reaches 64 KiB
   bool failing_ = false;  // the last write-out failed: wait for the next flush() to retry
   uint64_t lost_records_ = 0;
   bool first_event_ = true;
+  uint64_t events_ = 0, events_in_file_ = 0;  // lines appended to pending_; lines wholly written
+  // The sizes of the event lines in pending_, oldest first, after its first `head_bytes_` (the header, or
+  // the rest of a line the disk took part of: `head_is_event_`).
+  std::deque<size_t> line_sizes_;
+  size_t head_bytes_ = 0;
+  bool head_is_event_ = false;
 };
 
 // What reading a file found.

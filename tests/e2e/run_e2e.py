@@ -5,6 +5,7 @@ INTERPRETER is pyenv-3.8 ... pyenv-3.13, debian-3.11, or none (scenarios that ne
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -1190,6 +1191,38 @@ def scenario_convert_corrupt(gilspy, python):
     check(f"cut short after {len(cut)} bytes" in out.stdout, f"convert of a cut file said {out.stdout!r}")
 
 
+def check_full_to_the_end(gilspy, w, d):
+    """A disk that stays full to the end: the summary is printed all the same, with exactly what the .partial
+    lacks (counted here from its complete event lines), then one error line and a non-zero exit."""
+    sub = os.path.join(d, "full")
+    os.mkdir(sub)
+    st = os.statvfs(d)
+    with open(os.path.join(d, "filler2"), "wb") as f:
+        f.write(b"\0" * (st.f_bavail * st.f_frsize - 8192))
+    out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 2, "-o", sub)
+    os.remove(os.path.join(d, "filler2"))
+    check(out.returncode == 1, f"exit {out.returncode} with the disk full to the end: {out.stderr!r}")
+    last = out.stderr.strip().splitlines()[-1]
+    check(last.startswith("gilspy: error: cannot write") and "no space left on device" in last,
+          f"the last line should say why: {out.stderr!r}")
+    m = re.search(r"raw data: INCOMPLETE, (\S+) holds (\d+) of the (\d+) events recorded \((\d+) lost\)", out.stdout)
+    check(m is not None, f"no summary saying what the raw file lacks: {out.stdout!r}")
+    check("HOLD %" in out.stdout and "trace:    not written" in out.stdout, f"summary: {out.stdout!r}")
+    partial, held, recorded, lost = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    check(partial.endswith(".json.partial") and os.path.exists(partial), f"no {partial}")
+    # Event lines: ',' + newline before each; the last one may be cut by the full disk (not an event).
+    lines = open(partial, "rb").read().split(b"\n")
+    whole = 0
+    for line in lines[2:]:  # the format line and the meta line first
+        try:
+            json.loads(line.rstrip(b",") or b"x")
+            whole += 1
+        except ValueError:
+            pass
+    check(held == whole and held > 0, f"the summary says {held} events in the file; it holds {whole}")
+    check(recorded > held and lost == recorded - held, f"recorded {recorded}, in the file {held}, lost {lost}")
+
+
 def scenario_disk_full(gilspy, python):
     """The output folder fills up during a recording: said at once in one line, events wait in memory, are written
     when there is room again, and the file ends complete. A read-only folder is called read-only."""
@@ -1228,6 +1261,7 @@ def scenario_disk_full(gilspy, python):
         check(raw.summary["dropped_events"] == 0, f"dropped_events {raw.summary['dropped_events']}")
         check(len(raw.holds) > 50, f"only {len(raw.holds)} holds")
         check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+        check_full_to_the_end(gilspy, w, d)
         # Read-only: said so, not "permission denied".
         subprocess.run(["mount", "-o", "remount,ro", d], check=True)
         out = run_gilspy(gilspy, "record", "-p", w.pid, "-d", 1, "-o", d)

@@ -614,4 +614,33 @@ TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps e
       CHECK(std::get<raw::Hold>(rb.records[i]).ts == static_cast<int64_t>(i) * 10);
     }
   }
+  SUBCASE("a disk that stays full to the end: the .partial holds exactly the events counted in it") {
+    raw::Writer w(final_path.string(), sample_meta(), {.max_pending_bytes = 4096});
+    REQUIRE(w.flush() == std::nullopt);
+    const size_t header = fs::file_size(w.partial_path());
+    struct rlimit old {};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old;
+    small.rlim_cur = header + 1000;  // some 60 events, the last of them cut
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    for (int i = 0; i < 400; ++i) w.write(raw::Hold{1, i * 10, 5});
+    bool finished = true;
+    try {
+      w.finish({{"duration_ns", 5}});
+    } catch (const Error& e) {
+      finished = false;
+      CHECK(e.kind() == ErrorKind::kIo);
+    }
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
+    ::signal(SIGXFSZ, old_handler);
+    CHECK_FALSE(finished);
+    CHECK(w.events() == 400);
+    CHECK(w.lost_records() > 0);
+    CHECK(w.events_in_file() > 10);
+    CHECK(fs::file_size(w.partial_path()) == header + 1000);
+    const ReadBack rb = read_text(slurp(w.partial_path()));
+    CHECK_FALSE(rb.result.complete);
+    CHECK(rb.records.size() == w.events_in_file());
+  }
 }
