@@ -73,7 +73,8 @@ struct SamplerCounters {
 };
 
 struct SamplerOptions {
-  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often
+  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often (at least kWalkPeriodPerThreadNs
+                                        // per thread)
   bool read_gc = true;  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
   // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
   // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
@@ -175,6 +176,8 @@ class ProcessSampler {
   std::vector<Track> tracks_;                          // kMaxThreads slots
   std::vector<uint16_t> active_;                       // indices of the active slots, in discovery order
   std::vector<ThreadRef> walk_buffer_;                 // kMaxThreads
+  std::vector<std::pair<uint64_t, uint16_t>> walk_order_;  // (tstate, index in walk_buffer_), sorted
+  std::vector<uint8_t> walk_matched_;                      // walk_buffer_[j] is a known thread's
   std::vector<std::pair<uint16_t, TaskState>> asked_;  // kMaxThreads: one poll's kernel answers
   uint32_t kept_waiters_ = 0, asleep_ = 0, running_waiters_ = 0;  // classify()'s tallies, this poll
   std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
@@ -183,6 +186,7 @@ class ProcessSampler {
   // switch_number between two polls is the target's memory lying, and counts as this many at most, so
   // that no running sum gilspy writes can overflow (a forged jump of 2^62 a second did: unreadable file).
   static constexpr int64_t kMinTakeNs = 50;
+  static constexpr int64_t kWalkPeriodPerThreadNs = 50'000;  // the periodic walk's period per known thread
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll
   int watched_ = -1;                  // the track whose identity word each poll reads (the last holder)

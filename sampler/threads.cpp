@@ -49,6 +49,7 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
   if (truncated != nullptr) *truncated = false;
   if (complete != nullptr) *complete = false;
   ns_.allow_rescan();
+  out = out.first(std::min(out.size(), kMaxThreads));  // the scratch below holds that many
   size_t count = changed ? SIZE_MAX : batch_walk(reader, out);
   const bool batched = count != SIZE_MAX;
   if (batched) {
@@ -89,15 +90,28 @@ size_t ThreadWalker::walk(MemoryReader& reader, std::span<ThreadRef> out, bool* 
   // thread runs, or the creator would be seen twice. The new thread writes its two ids one after the other
   // (3.10-3.11 thread_run: thread_id, then native_thread_id), so for a moment the entry has its own
   // thread_id and the creator's tid: a tid seen again further down the list marks a placeholder too.
+  for (size_t i = 0; i < count; ++i) placeholder_[i] = out[i].tid <= 0 ? 1 : 0;
+  mark_earlier_duplicates(out.first(count), [](const ThreadRef& t) { return t.pthread_id; });
+  mark_earlier_duplicates(out.first(count), [](const ThreadRef& t) { return static_cast<uint64_t>(t.tid); });
   size_t kept = 0;
   for (size_t i = 0; i < count; ++i) {
-    bool placeholder = out[i].tid <= 0;
-    for (size_t k = i + 1; k < count && !placeholder; ++k) {
-      placeholder = out[k].pthread_id == out[i].pthread_id || out[k].tid == out[i].tid;
-    }
-    if (!placeholder) out[kept++] = out[i];
+    if (placeholder_[i] == 0) out[kept++] = out[i];
   }
   return kept;
+}
+
+template <class Key>
+void ThreadWalker::mark_earlier_duplicates(std::span<const ThreadRef> list, Key key) {
+  // Sorted by (key, position), not compared pairwise: a list of 1 500 threads at one walk per poll.
+  for (size_t i = 0; i < list.size(); ++i) order_[i] = static_cast<uint32_t>(i);
+  const auto end = order_.begin() + static_cast<ptrdiff_t>(list.size());
+  std::sort(order_.begin(), end, [&](uint32_t a, uint32_t b) {
+    const uint64_t ka = key(list[a]), kb = key(list[b]);
+    return ka != kb ? ka < kb : a < b;
+  });
+  for (size_t k = 0; k + 1 < list.size(); ++k) {
+    if (key(list[order_[k]]) == key(list[order_[k + 1]])) placeholder_[order_[k]] = 1;
+  }
 }
 
 size_t ThreadWalker::step_walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated,

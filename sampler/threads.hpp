@@ -25,8 +25,8 @@ bool task_exists(pid_t pid, int32_t tid);
 
 class ThreadWalker {
  public:
-  // Per process; more are counted, not followed (said in the summary). Matching a walk against the known
-  // threads is quadratic in their number, so the cap also bounds one walk's cost.
+  // Per process; more are counted, not followed (said in the summary). The cap also bounds one walk's cost
+  // (sorted, n log n) and the walk's scratch, allocated up front (about 1 MB per process).
   static constexpr size_t kMaxThreads = 2048;
 
   ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr);
@@ -42,7 +42,7 @@ class ThreadWalker {
   // A walk first checks the list it found last time in one read (the head, every node it had, and before 3.11
   // each thread's TID word): when every link still points where it did, that is the walk, one system call
   // instead of one or two per thread. Any difference, and the list is walked node by node.
-  static constexpr size_t kBatchMax = 64;  // threads checked at once; a longer list is always walked
+  static constexpr size_t kBatchMax = kMaxThreads;  // a list of 1 500: 3 system calls instead of 1 500
 
   // The word that changes when a thread state is freed or reused: per poll, the sampler reads it for each
   // known thread and compares with `identity_value`.
@@ -60,6 +60,9 @@ class ThreadWalker {
   // The last complete walk's list, checked in one read; SIZE_MAX when it differs (or there is none).
   size_t batch_walk(MemoryReader& reader, std::span<ThreadRef> out);
   size_t step_walk(MemoryReader& reader, std::span<ThreadRef> out, bool* truncated, bool* complete);
+  // Marks in placeholder_ every entry of `list` that a later one shares key(entry) with.
+  template <class Key>
+  void mark_earlier_duplicates(std::span<const ThreadRef> list, Key key);
   pid_t pid_;
   layouts::Layout layout_;
   uint64_t interp_addr_;
@@ -76,6 +79,8 @@ class ThreadWalker {
   std::vector<uint8_t> batch_nodes_ = std::vector<uint8_t>(kBatchMax * kNodeSpan);
   std::vector<int32_t> batch_tids_ = std::vector<int32_t>(kBatchMax);
   std::vector<ReadRegion> batch_regions_ = std::vector<ReadRegion>(1 + 2 * kBatchMax);
+  std::vector<uint32_t> order_ = std::vector<uint32_t>(kMaxThreads);  // scratch of the placeholder check
+  std::vector<uint8_t> placeholder_ = std::vector<uint8_t>(kMaxThreads);
 };
 
 }  // namespace gilspy::sampler
