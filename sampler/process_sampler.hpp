@@ -73,8 +73,8 @@ struct SamplerCounters {
 };
 
 struct SamplerOptions {
-  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often (at least kWalkPeriodPerThreadNs
-                                        // per thread)
+  int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often (a period per
+                                        // kThreadsPerWalkPeriod threads)
   bool read_gc = true;  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
   // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
   // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
@@ -186,7 +186,7 @@ class ProcessSampler {
   // switch_number between two polls is the target's memory lying, and counts as this many at most, so
   // that no running sum gilspy writes can overflow (a forged jump of 2^62 a second did: unreadable file).
   static constexpr int64_t kMinTakeNs = 50;
-  static constexpr int64_t kWalkPeriodPerThreadNs = 50'000;  // the periodic walk's period per known thread
+  static constexpr size_t kThreadsPerWalkPeriod = 400;  // the periodic walk: a period per this many threads
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll
   int watched_ = -1;                  // the track whose identity word each poll reads (the last holder)
