@@ -77,7 +77,8 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
   if (misses) fmt::format_to(std::back_inserter(out), " {:>9} {:>9}", "CMISS/KI", "BMISS/KI");
   out += "\n";
 
-  const SummaryTable table = build_summary_table(summary.threads(), summary.duration_ns(), max_threads);
+  const SummaryTable table =
+      build_summary_table(summary.threads(), summary.duration_ns(), max_threads, summary.folded());
   // Three lines or four a thread: the busiest few that held or waited, unless every thread was asked for
   // (--threads all); the thread table above and the raw file have the rest.
   const size_t max_rows = max_threads == 0 ? table.rows.size() : std::min<size_t>(max_threads, kCpuRows);

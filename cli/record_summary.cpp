@@ -111,7 +111,7 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
 
 void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
   const SummaryTable table =
-      build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads);
+      build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads, in.summary.folded());
   if (table.rest_threads > 0) {
     fmt::format_to(
         std::back_inserter(out),
@@ -119,6 +119,13 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
         table.rows.size(), table.total_threads);
   } else {
     out += "  threads, busiest (hold + wait) first:\n";
+  }
+  if (in.summary.folded_threads() > 0) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  ({} threads that ended after the first {} seen are kept only in groups by name pattern, "
+        "here and in the raw file's summary)\n",
+        in.summary.folded_threads(), raw::SummaryBuilder::kKeptThreads);
   }
   fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>7} {:>6} {:>7} {:>13} {:>13}\n", "TID",
                  "THREAD", kNameColumns, "HOLD %", "WAIT %", "±95%", "HOLDS", "LONGEST HOLD", "LONGEST WAIT");

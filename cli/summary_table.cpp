@@ -1,9 +1,10 @@
 #include "cli/summary_table.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include "base/share_interval.hpp"
 #include <map>
+
+#include "base/name_pattern.hpp"
+#include "base/share_interval.hpp"
 
 namespace gilspy::cli {
 
@@ -41,6 +42,21 @@ void merge_into(SummaryRow& group, const SummaryRow& r) {
       group.state_var_ns2 < 0 || r.state_var_ns2 < 0 ? -1 : group.state_var_ns2 + r.state_var_ns2;
 }
 
+SummaryRow row_of(const raw::FoldedThreads& f) {
+  SummaryRow r;
+  r.tid = f.busiest_tid;
+  r.name = f.pattern;
+  r.threads = f.threads;
+  r.life_ns = f.life_ns;
+  r.hold_ns = f.hold_ns;
+  r.wait_ns = f.wait_ns;
+  r.holds = f.holds;
+  r.longest_hold_ns = f.longest_hold_ns;
+  r.longest_wait_ns = f.longest_wait_ns;
+  r.state_var_ns2 = f.state_var_ns2;
+  return r;
+}
+
 bool busier(const SummaryRow& a, const SummaryRow& b) {
   const int64_t ta = a.hold_ns + a.wait_ns, tb = b.hold_ns + b.wait_ns;
   if (ta != tb) return ta > tb;
@@ -60,23 +76,20 @@ double SummaryRow::share_ci95() const {
 }
 
 std::string name_pattern(const std::string& name) {
-  std::string out;
-  for (size_t i = 0; i < name.size();) {
-    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
-      out += '*';
-      while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
-    } else {
-      out += name[i++];
-    }
-  }
-  return out;
+  return gilspy::name_pattern(name);
 }
 
 SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads, int64_t duration_ns,
-                                 size_t max_rows) {
+                                 size_t max_rows, const std::map<std::string, raw::FoldedThreads>& folded) {
   SummaryTable table;
   table.total_threads = threads.size();
   std::vector<SummaryRow> rows;
+  // Threads the summary folded as they ended are groups already (one per pattern), whatever max_rows says.
+  std::map<std::string, SummaryRow> folded_rows;
+  for (const auto& [pattern, f] : folded) {
+    folded_rows.emplace(pattern, row_of(f));
+    table.total_threads += f.threads;
+  }
   if (max_rows == 0) {
     for (const auto& t : threads) rows.push_back(row_of(t));
   } else {
@@ -91,7 +104,8 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
       }
     }
     for (auto& [pattern, members] : short_lived) {
-      if (members.size() < kMinGroup) {
+      const auto f = folded_rows.find(pattern);
+      if (members.size() < kMinGroup && f == folded_rows.end()) {
         for (auto& r : members) rows.push_back(std::move(r));
         continue;
       }
@@ -101,9 +115,19 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
       group.state_var_ns2 = 0;
       for (const auto& r : members) merge_into(group, r);
       group.tid = std::min_element(members.begin(), members.end(), busier)->tid;
+      if (f != folded_rows.end()) {  // the same pattern's folded threads join the group
+        if (busier(f->second, *std::min_element(members.begin(), members.end(), busier)))
+          group.tid = f->second.tid;
+        merge_into(group, f->second);
+        folded_rows.erase(f);
+      }
       rows.push_back(std::move(group));
       table.grouped = true;
     }
+  }
+  for (auto& [pattern, row] : folded_rows) {
+    rows.push_back(std::move(row));
+    table.grouped = true;
   }
   std::sort(rows.begin(), rows.end(), busier);
   if (max_rows > 0 && rows.size() > max_rows) {

@@ -40,8 +40,11 @@ std::string name_pattern(const std::string& name);
 
 // `max_rows` 0: every thread on its own row (--threads all), sorted, nothing grouped. Otherwise: threads that
 // lived less than half of `duration_ns` and share a name pattern with at least two others become one row,
-// then the busiest `max_rows` rows are kept and the rest summed.
+// then the busiest `max_rows` rows are kept and the rest summed. `folded`: threads the summary folded as they
+// ended (raw::SummaryBuilder::kKeptThreads), a row per pattern in either case (joined with the group of
+// the same pattern).
 SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads, int64_t duration_ns,
-                                 size_t max_rows);
+                                 size_t max_rows,
+                                 const std::map<std::string, raw::FoldedThreads>& folded = {});
 
 }  // namespace gilspy::cli

@@ -1,6 +1,9 @@
 #include "raw/summary.hpp"
 
 #include <algorithm>
+#include <iterator>
+
+#include "base/name_pattern.hpp"
 #include "base/share_interval.hpp"
 
 namespace gilspy::raw {
@@ -50,6 +53,7 @@ void SummaryBuilder::add(const Record& r) {
                      const double se = static_cast<double>(x.state_se_ns);
                      t.state_var_ns2 = std::max(0.0, t.state_var_ns2) + se * se;
                    }
+                   if (threads_.size() > kKeptThreads) fold(x.tid);
                  },
                  [&](const Hold& x) {
                    ThreadSummary& t = interval(x.tid, x.ts, x.dur);
@@ -88,6 +92,35 @@ void SummaryBuilder::add(const Record& r) {
                  [&](const ThreadSwitches& x) { counters_.add(x); },
              },
              r);
+}
+
+void SummaryBuilder::fold(int64_t tid) {
+  const auto it = threads_.find(tid);
+  if (it == threads_.end()) return;
+  const ThreadSummary& t = it->second;
+  static const std::string kOther = "*";
+  const std::string own = name_pattern(t.name);
+  const std::string& pattern = folded_.size() >= kMaxPatterns && !folded_.contains(own) ? kOther : own;
+  FoldedThreads& f = folded_[pattern];
+  f.pattern = pattern;
+  ++f.threads;
+  f.life_ns += std::max<int64_t>(0, t.last_ns - t.first_ns);
+  f.hold_ns += t.hold_ns;
+  f.wait_ns += t.wait_ns;
+  f.holds += t.holds;
+  f.waits += t.waits;
+  f.longest_hold_ns = std::max(f.longest_hold_ns, t.longest_hold_ns);
+  f.longest_wait_ns = std::max(f.longest_wait_ns, t.longest_wait_ns);
+  f.state_var_ns2 = t.state_var_ns2 < 0 || f.state_var_ns2 < 0 ? -1 : f.state_var_ns2 + t.state_var_ns2;
+  if (t.hold_ns + t.wait_ns > f.busiest_ns) {
+    f.busiest_ns = t.hold_ns + t.wait_ns;
+    f.busiest_tid = t.tid;
+  }
+  // A thread that ends is mostly a recent one: looked for from the back.
+  const auto pos = std::find(order_.rbegin(), order_.rend(), tid);
+  if (pos != order_.rend()) order_.erase(std::next(pos).base());
+  threads_.erase(it);
+  ++folded_count_;
 }
 
 std::vector<ThreadSummary> SummaryBuilder::threads() const {
@@ -165,6 +198,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                         {"coverage", coverage()},
                         {"gil_busy_share", gil_busy_share()},
                         {"threads", threads},
+                        {"folded_threads", folded_json()},
                         {"gc", gc_.to_json(duration_ns(), wait_ns())},
                         {"stacks", stacks_.to_json(duration_ns())}};
   if (counters_.any()) out["counters"] = counters_.to_json();
@@ -174,7 +208,25 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
 int64_t SummaryBuilder::wait_ns() const {
   int64_t total = 0;
   for (const auto& [tid, t] : threads_) total += t.wait_ns;
+  for (const auto& [pattern, f] : folded_) total += f.wait_ns;
   return total;
+}
+
+nlohmann::json SummaryBuilder::folded_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [pattern, f] : folded_) {
+    out.push_back({{"name_pattern", f.pattern},
+                   {"threads", f.threads},
+                   {"busiest_tid", f.busiest_tid},
+                   {"life_ns", f.life_ns},
+                   {"hold_ns", f.hold_ns},
+                   {"wait_ns", f.wait_ns},
+                   {"holds", f.holds},
+                   {"waits", f.waits},
+                   {"longest_hold_ns", f.longest_hold_ns},
+                   {"longest_wait_ns", f.longest_wait_ns}});
+  }
+  return out;
 }
 
 }  // namespace gilspy::raw

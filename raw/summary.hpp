@@ -50,12 +50,32 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   double cpu_budget = 0;        // --cpu-budget in cores (0: none, or a fixed rate)
 };
 
+// Threads that ended past the first SummaryBuilder::kKeptThreads, folded by name pattern
+// (base/name_pattern.hpp) as they end.
+struct FoldedThreads {
+  std::string pattern;  // target text; "*" for threads past kMaxPatterns patterns
+  uint64_t threads = 0;
+  int64_t busiest_tid = 0, busiest_ns = -1;  // the member with the most hold + wait
+  int64_t life_ns = 0, hold_ns = 0, wait_ns = 0;
+  uint64_t holds = 0, waits = 0;
+  int64_t longest_hold_ns = 0, longest_wait_ns = 0;
+  double state_var_ns2 = 0;  // summed; -1 when some member's is not known
+};
+
 class SummaryBuilder {
  public:
+  // A summary keeps this many threads one by one; each that ends past them is folded into its name pattern's
+  // group, and past kMaxPatterns patterns into one. Its memory and its JSON stay bounded whatever a target
+  // does (a server's thread per request for hours, a target forging thread states).
+  static constexpr size_t kKeptThreads = 5000;
+  static constexpr size_t kMaxPatterns = 1000;
+
   void add(const Record& r);  // ThreadState records change nothing: the intervals say the same once they end
   void set_end(int64_t end_ns) { end_ns_ = end_ns; }
   int64_t duration_ns() const { return end_ns_ > 0 ? end_ns_ : last_ts_; }
-  std::vector<ThreadSummary> threads() const;  // in order of appearance
+  std::vector<ThreadSummary> threads() const;  // in order of appearance; the folded ones are not there
+  const std::map<std::string, FoldedThreads>& folded() const { return folded_; }
+  uint64_t folded_threads() const { return folded_count_; }
   uint64_t handoffs_seen() const { return stats_.handoffs_seen; }
   uint64_t handoffs_total() const { return stats_.handoffs_total; }
   uint64_t polls() const { return stats_.polls; }
@@ -72,8 +92,12 @@ class SummaryBuilder {
 
  private:
   GcSummary gc_;
+  void fold(int64_t tid);
+  nlohmann::json folded_json() const;
   std::map<int64_t, ThreadSummary> threads_;
   std::vector<int64_t> order_;
+  std::map<std::string, FoldedThreads> folded_;
+  uint64_t folded_count_ = 0;
   Stats stats_;  // the latest
   int64_t end_ns_ = 0;
   int64_t last_ts_ = 0;

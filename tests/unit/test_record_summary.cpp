@@ -317,3 +317,60 @@ TEST_CASE("record summary: each thread's ±95 from its ends' standard errors; wi
     if (tid == 102) CHECK(t.at("hold_share_ci95").is_null());
   }
 }
+
+TEST_CASE("record summary: threads that end past the first 5 000 are folded by name pattern, nothing lost") {
+  // A server starting a thread per request (20 000 here, 10 us of hold each), beside one busy thread; then a
+  // target forging thread states under ever new names (every one its own pattern).
+  using gilspy::raw::SummaryBuilder;
+  Recorded r;
+  r.summary.add(gilspy::raw::ThreadStart{.tid = 1, .ts = 0, .tstate = 1, .name = "MainThread"});
+  r.summary.add(gilspy::raw::Hold{.tid = 1, .ts = 0, .dur = 5 * kSecond});
+  constexpr int kRequests = 20'000;
+  for (int i = 0; i < kRequests; ++i) {
+    const int64_t tid = 100 + i, ts = 5 * kSecond + i * 100'000;
+    r.summary.add(
+        gilspy::raw::ThreadStart{.tid = tid, .ts = ts, .tstate = 2, .name = fmt::format("req-{}", i)});
+    r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = ts + 10'000, .dur = 10'000});
+    r.summary.add(gilspy::raw::Wait{.tid = tid, .ts = ts + 20'000, .dur = 30'000});
+    r.summary.add(gilspy::raw::ThreadEnd{.tid = tid, .ts = ts + 60'000});
+  }
+  r.summary.set_end(10 * kSecond);
+  CHECK(r.summary.threads().size() == SummaryBuilder::kKeptThreads);  // main and 4 999 requests
+  CHECK(r.summary.folded_threads() == kRequests + 1 - SummaryBuilder::kKeptThreads);
+  REQUIRE(r.summary.folded().size() == 1);
+  const auto& f = r.summary.folded().begin()->second;
+  CHECK(f.pattern == "req-*");
+  CHECK(f.threads == r.summary.folded_threads());
+  CHECK(f.life_ns == static_cast<int64_t>(f.threads) * 60'000);
+  CHECK(r.summary.wait_ns() == int64_t{kRequests} * 30'000);  // kept and folded together
+  const auto j = r.summary.to_json(10000, r.loop);
+  CHECK(j["folded_threads"].size() == 1);
+  CHECK(j["folded_threads"][0]["hold_ns"] == static_cast<int64_t>(f.threads) * 10'000);
+  // The table: one row for all 20 000 (the kept ones grouped, the folded ones joined), and the fold said.
+  const auto table =
+      gilspy::cli::build_summary_table(r.summary.threads(), r.summary.duration_ns(), 20, r.summary.folded());
+  CHECK(table.total_threads == kRequests + 1);
+  REQUIRE(table.rows.size() == 2);
+  CHECK(table.rows[1].name == "req-*");
+  CHECK(table.rows[1].threads == kRequests);
+  CHECK(table.rows[1].hold_ns == int64_t{kRequests} * 10'000);
+  CHECK(contains(summary_text(r),
+                 fmt::format("({} threads that ended after the first 5000 seen are kept only in "
+                             "groups by name pattern",
+                             r.summary.folded_threads())));
+
+  // Every name its own pattern: past kMaxPatterns they share "*".
+  Recorded forged;
+  for (int i = 0; i < 8'000; ++i) {
+    std::string name = "t";
+    for (int k = i; k > 0; k /= 26) name += static_cast<char>('a' + k % 26);
+    forged.summary.add(gilspy::raw::ThreadStart{.tid = i + 1, .ts = i, .tstate = 2, .name = name});
+    forged.summary.add(gilspy::raw::ThreadEnd{.tid = i + 1, .ts = i + 1});
+  }
+  CHECK(forged.summary.threads().size() == SummaryBuilder::kKeptThreads);
+  CHECK(forged.summary.folded().size() <= SummaryBuilder::kMaxPatterns + 1);
+  CHECK(forged.summary.folded().contains("*"));
+  uint64_t folded = 0;
+  for (const auto& [pattern, g] : forged.summary.folded()) folded += g.threads;
+  CHECK(folded == 8'000 - SummaryBuilder::kKeptThreads);
+}
