@@ -167,7 +167,7 @@ void RawFileSink::finish_file(File& f, int64_t end_ns, Finished& done) {
     // What the .partial lacks, exactly: the events lost at the memory bound and those still in memory.
     done.figures.dropped_events = queue_dropped + (f.writer->events() - f.writer->events_in_file());
     done.raw_problem = e.what();
-    done.trace_problem = "not made from an incomplete raw file";
+    if (write_trace_) done.trace_problem = "not made from an incomplete raw file";
     throw;
   }
   if (f.writer->lost_records() != 0) {
