@@ -154,7 +154,11 @@ def check_main(raw, rep, tol):
     # gc.disable() / gc.enable() at known times.
     changes = [(t, en) for t, en in settings[1:] if lo <= t <= hi]
     check([en for _, en in changes] == [0, 1], f"enabled changes {changes}")
-    check(abs(changes[0][0] - marks["disable_ns"]) <= tol and abs(changes[1][0] - marks["enable_ns"]) <= tol,
+    # A change is dated at the midpoint of the window between the two readings around it: at most half a
+    # window off, and a window is at most two periods (a reading skipped) and the latest poll's lateness long.
+    # (CI once: -0.97 ms, past the p99-based bound, from one late poll.)
+    stol = max(tol, PERIOD_NS + raw.summary["max_lateness_ns"] / 2)
+    check(abs(changes[0][0] - marks["disable_ns"]) <= stol and abs(changes[1][0] - marks["enable_ns"]) <= stol,
           f"enabled 0 at {changes[0][0] - marks['disable_ns']:+.0f} ns, 1 at {changes[1][0] - marks['enable_ns']:+.0f} "
           f"ns from the calls")
 
