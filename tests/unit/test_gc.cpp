@@ -109,6 +109,14 @@ struct GcTarget {
   }
 };
 
+// Thread 100 + `thread` (0 or 1) takes the GIL, the `switches`-th hand-off; the other one waits in take_gil.
+void hand_gil(GcTarget& t, ScriptedTasks& tasks, uint64_t switches, int thread) {
+  t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder, kTstates + static_cast<uint64_t>(thread) * 0x1000);
+  t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number, switches);
+  tasks.state[100 + thread] = TaskState::kOtherSyscall;
+  tasks.state[101 - thread] = TaskState::kGilCond;
+}
+
 // The tests poll every microsecond: read the GC state at each of them.
 const SamplerOptions kEveryPoll{.gc_read_period_ns = 0};
 
@@ -279,13 +287,7 @@ TEST_CASE(
   ScriptedTasks tasks;
   RecordQueue q(4096);
   ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
-  uint64_t switches = 1;
-  auto hand_to = [&](int thread) {  // 0: 100, 1: 101; the other one waits in take_gil
-    t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder, kTstates + static_cast<uint64_t>(thread) * 0x1000);
-    t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number, ++switches);
-    tasks.state[100 + thread] = TaskState::kOtherSyscall;
-    tasks.state[101 - thread] = TaskState::kGilCond;
-  };
+  auto hand_to = [&, switches = uint64_t{1}](int thread) mutable { hand_gil(t, tasks, ++switches, thread); };
   tasks.state[101] = TaskState::kGilCond;
   t.waiters(1);
   s.poll(1000);  // 100 holds, 101 waits
@@ -348,12 +350,8 @@ TEST_CASE(
     ScriptedTasks tasks;
     RecordQueue q(4096);
     ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
-    uint64_t switches = 1;
-    auto hand_to = [&](int thread) {  // 0: 100, 1: 101; the other one waits in take_gil
-      t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder, kTstates + static_cast<uint64_t>(thread) * 0x1000);
-      t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number, ++switches);
-      tasks.state[100 + thread] = TaskState::kOtherSyscall;
-      tasks.state[101 - thread] = TaskState::kGilCond;
+    auto hand_to = [&, switches = uint64_t{1}](int thread) mutable {
+      hand_gil(t, tasks, ++switches, thread);
     };
     tasks.state[101] = TaskState::kGilCond;
     t.waiters(1);

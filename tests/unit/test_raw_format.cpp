@@ -175,6 +175,28 @@ std::string with_events(const std::string& events) {
 
 }  // namespace
 
+// A file size limit (RLIMIT_FSIZE, SIGXFSZ ignored) while it lives: writes past `bytes` fail as on a full
+// disk.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) : old_handler_(::signal(SIGXFSZ, SIG_IGN)) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
+    struct rlimit small = old_;
+    small.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  struct rlimit old_ {};
+  sighandler_t old_handler_;
+};
+
 TEST_CASE("raw format: Writer then read gives back the meta, every record kind and the summary") {
   TempDir dir;
   const fs::path final_path = dir.path / "GIL_31337_rank_5.json";
@@ -588,16 +610,12 @@ TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps e
     raw::Writer w(final_path.string(), sample_meta(), {.max_pending_bytes = 4096});
     REQUIRE(w.flush() == std::nullopt);
     const size_t header = fs::file_size(w.partial_path());
-    struct rlimit old {};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-    const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit small = old;
-    small.rlim_cur = header + 100;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-    for (int i = 0; i < 400; ++i) w.write(raw::Hold{1, i * 10, 5});
-    const std::optional<Error> e = w.flush();
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
-    ::signal(SIGXFSZ, old_handler);
+    std::optional<Error> e;
+    {
+      const FileSizeLimit full(header + 100);
+      for (int i = 0; i < 400; ++i) w.write(raw::Hold{1, i * 10, 5});
+      e = w.flush();
+    }
     REQUIRE(e.has_value());
     CHECK(e->kind() == ErrorKind::kIo);
     CHECK(std::string(e->what()).find("file too large") != std::string::npos);
@@ -618,22 +636,17 @@ TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps e
     raw::Writer w(final_path.string(), sample_meta(), {.max_pending_bytes = 4096});
     REQUIRE(w.flush() == std::nullopt);
     const size_t header = fs::file_size(w.partial_path());
-    struct rlimit old {};
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-    const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit small = old;
-    small.rlim_cur = header + 1000;  // some 60 events, the last of them cut
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-    for (int i = 0; i < 400; ++i) w.write(raw::Hold{1, i * 10, 5});
     bool finished = true;
-    try {
-      w.finish({{"duration_ns", 5}});
-    } catch (const Error& e) {
-      finished = false;
-      CHECK(e.kind() == ErrorKind::kIo);
+    {
+      const FileSizeLimit full(header + 1000);  // some 60 events, the last of them cut
+      for (int i = 0; i < 400; ++i) w.write(raw::Hold{1, i * 10, 5});
+      try {
+        w.finish({{"duration_ns", 5}});
+      } catch (const Error& e) {
+        finished = false;
+        CHECK(e.kind() == ErrorKind::kIo);
+      }
     }
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &old) == 0);
-    ::signal(SIGXFSZ, old_handler);
     CHECK_FALSE(finished);
     CHECK(w.events() == 400);
     CHECK(w.lost_records() > 0);
