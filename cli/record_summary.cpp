@@ -11,6 +11,7 @@
 #include "cli/gc_summary_lines.hpp"
 #include "cli/stack_summary_text.hpp"
 #include "cli/summary_table.hpp"
+#include "sampler/process_sampler.hpp"
 #include "sampler/threads.hpp"
 
 namespace gilspy::cli {
@@ -218,6 +219,14 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
       "    a thread that drops the GIL and takes it back with no one in between makes no hand-off: "
       "not counted, not seen\n",
       summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
+  if (in.loop.impossible_switch_moves > 0) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  WARNING: the GIL's hand-off counter moved impossibly {} time{} (backwards, or faster than "
+        "one take per {} ns): not counted; something writes into the target's memory\n",
+        in.loop.impossible_switch_moves, in.loop.impossible_switch_moves == 1 ? "" : "s",
+        sampler::ProcessSampler::kMinTakeNs);
+  }
   if (summary.stops() > 0) {
     fmt::format_to(
         std::back_inserter(out),

@@ -541,6 +541,7 @@ SessionOutcome Session::run() {
     fig.cpu_budget = m.options.loop.adaptive && !m.options.loop.busy ? m.options.loop.cpu_budget : 0;
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
+    fig.impossible_switch_moves = t->sampler->counters().impossible_switch_moves.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
     if (t->counters.threads) {  // read after the poll thread was joined
       fig.counter_reads = t->counters.threads->reads();

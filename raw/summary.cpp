@@ -187,6 +187,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                         {"low_coverage_polls", loop.low_coverage},
                         {"dropped_events", loop.dropped_events},
                         {"unknown_holder_polls", loop.unknown_holder_polls},
+                        {"impossible_switch_moves", loop.impossible_switch_moves},
                         {"task_reads", loop.task_reads},
                         {"counter_reads", loop.counter_reads},
                         {"switch_reads", loop.switch_reads},

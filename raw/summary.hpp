@@ -34,6 +34,7 @@ struct ThreadSummary {
 
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
+  uint64_t impossible_switch_moves = 0;  // SamplerCounters: hand-off counter moves not counted
   int64_t max_lateness_ns = 0;
   int64_t p99_lateness_ns = 0;  // an upper bound (bucketed: at most 12.5 % over)
   std::string poller_scheduling = "normal";

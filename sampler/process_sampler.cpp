@@ -335,9 +335,11 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   if (g.holder() != 0 && holder < 0) counters_.unknown_holder_polls.fetch_add(1, std::memory_order_relaxed);
 
   // 3. Hand-offs: switch_number counts every take by a different thread; we saw one if a new holder is there.
-  const uint64_t moved = g.switch_number >= prev_.switch_number ? g.switch_number - prev_.switch_number : 0;
+  const uint64_t moved = g.switch_number - prev_.switch_number;  // modulo 2^64: backwards reads as huge
   const uint64_t most = 1 + static_cast<uint64_t>(std::max<int64_t>(0, t_now - t_prev_) / kMinTakeNs);
-  const uint64_t delta = std::min(moved, most);
+  const bool possible = moved <= most;
+  if (!possible) counters_.impossible_switch_moves.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t delta = possible ? moved : 0;
   const uint64_t seen = (g.locked == 1 && g.last_holder != prev_.last_holder && delta > 0) ? 1 : 0;
   counters_.handoffs_total.fetch_add(delta, std::memory_order_relaxed);
   counters_.handoffs_seen.fetch_add(seen, std::memory_order_relaxed);

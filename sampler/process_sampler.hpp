@@ -70,6 +70,9 @@ struct SamplerCounters {
   std::atomic<uint64_t> handoffs_total{0};
   std::atomic<uint64_t> task_reads{0};
   std::atomic<uint64_t> unknown_holder_polls{0};
+  // switch_number went backwards, or moved faster than one take per kMinTakeNs: not a count of hand-offs (the
+  // target's memory is corrupt, or something writes into it), so the move is not counted.
+  std::atomic<uint64_t> impossible_switch_moves{0};
 };
 
 struct SamplerOptions {
@@ -84,6 +87,12 @@ struct SamplerOptions {
 
 class ProcessSampler {
  public:
+  // No take of the GIL is faster than this (it locks a mutex and writes the struct): a larger move of
+  // switch_number between two polls is the target's memory lying and is not counted, so no running sum
+  // gilspy writes can overflow (a forged jump of 2^62 a second did: an unreadable file) and a forged burst
+  // does not read as hand-offs too short to see (SamplerCounters::impossible_switch_moves).
+  static constexpr int64_t kMinTakeNs = 50;
+
   // Records go to `queue` tagged with `target`, the id the session gave this process.
   ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks, RecordQueue& queue,
                  raw::TargetId target, SamplerOptions options = {});
@@ -182,10 +191,6 @@ class ProcessSampler {
   uint32_t kept_waiters_ = 0, asleep_ = 0, running_waiters_ = 0;  // classify()'s tallies, this poll
   std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
-  // No take of the GIL is faster than this (it locks a mutex and writes the struct): a larger move of
-  // switch_number between two polls is the target's memory lying, and counts as this many at most, so
-  // that no running sum gilspy writes can overflow (a forged jump of 2^62 a second did: unreadable file).
-  static constexpr int64_t kMinTakeNs = 50;
   static constexpr size_t kThreadsPerWalkPeriod = 400;  // the periodic walk: a period per this many threads
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll

@@ -207,15 +207,18 @@ size_t ThreadWalker::batch_walk(MemoryReader& reader, std::span<ThreadRef> out) 
 }
 
 void ThreadWalker::calibrate_pthread_tid(MemoryReader& reader, std::span<const ThreadRef> threads) {
-  // A candidate offset is right when, for every thread, the int there is a live TID of the process.
+  // A candidate offset is right when, for most threads, the int there is a live TID of the process. Most, not
+  // all: a target can forge one thread state's thread_id, and requiring every thread to fit would then find
+  // no offset and lose every thread for the whole recording. The forged thread's TID reads as no live thread,
+  // and the walk leaves it out like any thread whose id is not known.
   auto fits = [&](uint32_t off) {
+    size_t live = 0;
     for (const auto& t : threads) {
       int32_t tid = 0;
       const ReadRegion r{t.pthread_id + off, &tid, sizeof tid};
-      if (t.pthread_id == 0 || reader.read({&r, 1}) != 1 || !task_exists(pid_, ns_.to_host(tid)))
-        return false;
+      if (t.pthread_id != 0 && reader.read({&r, 1}) == 1 && task_exists(pid_, ns_.to_host(tid))) ++live;
     }
-    return true;
+    return live > 0 && 2 * live >= threads.size();
   };
   calibrated_ = true;
   if (fits(layouts::kGlibc.pthread_tid)) {

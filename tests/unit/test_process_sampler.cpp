@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <map>
+#include <random>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -378,6 +379,43 @@ TEST_CASE(
   const auto holds = intervals<raw::Hold>(drain(q));
   REQUIRE(holds.size() == 1);
   CHECK(holds[0].end == 100'000'000);  // at the last poll of the process itself
+}
+
+TEST_CASE("sampler: a hand-off counter that jumps or goes backwards is not counted, and is said to have") {
+  // A target writing into its own GIL struct: +2^62, then back. Neither is a count of hand-offs; the holder,
+  // which did not change, keeps one hold; the real moves around them count.
+  FakeTarget t;
+  t.tids = {100, 101};
+  t.set_threads({0, 1});
+  ScriptedTasks tasks;
+  tasks.state[101] = TaskState::kGilCond;
+  RecordQueue q(1024);
+  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  const uint64_t base = 1000;
+  t.gil(1, FakeTarget::tstate(0), base, 1);
+  CHECK(s.poll(1'000'000));
+  t.gil(1, FakeTarget::tstate(0), base + (uint64_t{1} << 62), 1);
+  CHECK(s.poll(2'000'000));
+  t.gil(1, FakeTarget::tstate(0), base, 1);  // backwards
+  CHECK(s.poll(3'000'000));
+  t.gil(1, FakeTarget::tstate(1), base + 1, 1);  // a real hand-off to 101
+  tasks.state[100] = TaskState::kGilCond;
+  tasks.state[101] = TaskState::kRunning;
+  CHECK(s.poll(4'000'000));
+  // 1 ms allows up to 20 000 takes: a burst that large is possible, so it counts.
+  t.gil(1, FakeTarget::tstate(0), base + 1 + 20'000, 1);
+  CHECK(s.poll(5'000'000));
+  s.finish(6'000'000);
+
+  CHECK(s.counters().impossible_switch_moves.load() == 2);
+  CHECK(s.counters().handoffs_total.load() == 1 + 20'000);
+  const auto holds = intervals<raw::Hold>(drain(q));
+  REQUIRE(holds.size() == 3);
+  CHECK(holds[0].tid == 100);
+  CHECK(holds[0].start == 1'000'000);
+  CHECK(holds[0].end == 3'500'000);  // one hold through both impossible moves
+  CHECK(holds[1].tid == 101);
+  CHECK(holds[2].tid == 100);
 }
 
 TEST_CASE("sampler: a thread state reused by a new thread never gives the old thread a hold") {
@@ -917,6 +955,49 @@ TEST_CASE(
   CHECK(end_102 == 4500);
   CHECK(start_103 == 3500);
   CHECK(end_103 == 6000);
+}
+
+TEST_CASE("walker: before 3.11, one forged thread_id loses that thread, not every thread") {
+  // 3.10 keeps no OS id in the thread state: the walker finds each thread's in glibc's struct pthread, at an
+  // offset it checks against /proc on its first walk. Two thread states name this process's real threads
+  // (their struct pthread faked here); a third's thread_id was forged to point at nothing.
+  const layouts::Layout layout = layouts::layout_for(*elf::parse_version_text("3.10.13"));
+  REQUIRE(!layout.tstate.native_thread_id);
+  constexpr uint64_t kPthreads = 0x80000;
+  FakeMemoryReader mem;
+  mem.map(kInterp, 0x1000);
+  mem.map(kTstates, 0x10000);
+  mem.map(kPthreads, 0x10000);
+  std::atomic<int32_t> other{0};
+  std::atomic<bool> done{false};
+  std::thread helper([&] {
+    other = static_cast<int32_t>(::gettid());
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (other == 0) std::this_thread::yield();
+  const std::vector<int32_t> tids = {static_cast<int32_t>(::gettid()), other.load()};
+  const uint64_t forged = 0xdead0000;  // maps nothing
+  uint64_t head = 0;
+  for (size_t i = 3; i-- > 0;) {
+    const uint64_t ts = kTstates + i * 0x1000;
+    const uint64_t pthread = i < 2 ? kPthreads + i * 0x1000 : forged;
+    if (i < 2) mem.put<int32_t>(pthread + layouts::kGlibc.pthread_tid, tids[i]);
+    mem.put<uint64_t>(ts + layout.tstate.next, head);
+    mem.put<uint64_t>(ts + layout.tstate.interp, kInterp);
+    mem.put<uint64_t>(ts + layout.tstate.thread_id, pthread);
+    mem.put<uint64_t>(ts + layout.tstate.prev, i > 0 ? ts - 0x1000 : 0);
+    head = ts;
+  }
+  mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
+  ThreadWalker w(::getpid(), layout, kInterp);
+  std::vector<ThreadRef> out(8);
+  const size_t n = w.walk(mem, out);
+  done = true;
+  helper.join();
+  CHECK(w.pthread_tid_offset() == layouts::kGlibc.pthread_tid);
+  REQUIRE(n == 2);
+  CHECK(out[0].tid == tids[0]);
+  CHECK(out[1].tid == tids[1]);
 }
 
 TEST_CASE("walker: an unchanged thread list is checked in one read; a changed one is walked node by node") {
