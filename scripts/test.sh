@@ -13,11 +13,22 @@ phase "the ASan/UBSan build"
 scripts/setup.sh --asan
 phase "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/gilspy_unit_tests
-phase "convert under the mutation fuzzer, AddressSanitizer + UndefinedBehaviorSanitizer (15 s)"
+phase "convert under the mutation fuzzer (its corpus, then 15 s), AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  build-asan/tests/gilspy_fuzz_convert --seconds 15 tests/data/small.raw.json
+  build-asan/tests/gilspy_fuzz_convert --seconds 15 --corpus tests/fuzz/corpus tests/data/small.raw.json
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build-asan/tests/gilspy_fuzz_convert --seconds 5 tests/data/stacks.raw.json
+phase "targets that corrupt their own interpreter, recorded by the ASan/UBSan gilspy"
+# halt_on_error: a UBSan report ends gilspy with an error status, which the scenario fails on.
+# 77: the interpreter is missing, which the scenario names. 3.12 forges native_thread_id, 3.8 the pthread_t.
+sanitized_e2e() {
+  GILSPY_E2E_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    python3 tests/e2e/run_e2e.py "$1" "$2" --gilspy build-asan/cli/gilspy \
+    --trace-check build/tests/gilspy_trace_check || [ $? -eq 77 ]
+}
+sanitized_e2e hostile_gil pyenv-3.12
+sanitized_e2e hostile_tids pyenv-3.12
+sanitized_e2e hostile_tids pyenv-3.8
 phase "all other tests (end-to-end, viewer, bench smoke), one at a time: the end-to-end tests measure timing"
 # unit and fuzz_convert* are the unit tests and fuzzers without sanitizers: run above under ASan already.
 ctest --test-dir build --output-on-failure --timeout 600 -E "^fuzz_convert|^unit$"

@@ -90,7 +90,11 @@ class Workload:
         argv = [python, os.path.join(WORKLOADS, script), *map(str, args)]
         self.proc = subprocess.Popen(launcher(argv) if launcher else argv, env=env)
         self.launched = launcher is not None
-        self.info = self._wait_ready(timeout)
+        try:
+            self.info = self._wait_ready(timeout)
+        except BaseException:
+            self.kill()  # the caller's finally never runs: the object was not made
+            raise
 
     def _wait_ready(self, timeout):
         # Opening a FIFO for reading blocks until the writer opens it: do it without blocking, then poll.

@@ -15,6 +15,7 @@ import time
 
 import scenarios_counters
 import scenarios_gc
+import scenarios_hostile
 import scenarios_jobs
 import scenarios_stacks
 import scenarios_summary
@@ -1308,6 +1309,7 @@ SCENARIOS = {
 SCENARIOS.update(scenarios_summary.SCENARIOS)
 SCENARIOS.update(scenarios_jobs.SCENARIOS)
 SCENARIOS.update(scenarios_gc.SCENARIOS)
+SCENARIOS.update(scenarios_hostile.SCENARIOS)
 SCENARIOS.update(scenarios_stacks.SCENARIOS)
 SCENARIOS.update(scenarios_counters.SCENARIOS)
 
