@@ -1,16 +1,21 @@
-// A deterministic mutation fuzzer for `convert` (g++ has no libFuzzer): mutations of real raw files (bit flips,
-// truncations, deep nesting, huge numbers, invalid UTF-8, control bytes, cut and repeated lines) are converted
-// in-process, and each outcome is checked:
+// A deterministic mutation fuzzer for `convert` (g++ has no libFuzzer): mutations of real raw files (bit
+// flips, truncations, deep nesting, huge numbers, invalid UTF-8, control bytes, cut and repeated lines) are
+// converted in-process, and each outcome is checked:
 //   - only gilspy::Error escapes (kBadInput or kCorrupt), with a message free of control bytes (it reaches a
 //     terminal, and the file is not ours to trust);
-//   - a refused input leaves nothing in the output folder, a converted one leaves exactly the output, which is
-//     JSON with traceEvents;
+//   - a refused input leaves nothing in the output folder, a converted one leaves exactly the output, which
+//     is JSON with traceEvents;
 //   - a file that was finished (it holds the end marker) is never converted as merely "unfinished": it parses
 //     completely or it is refused as corrupt (and --salvage then converts what precedes the damage);
 //   - no iteration runs longer than --hang-s (a hang), and ASan/UBSan (scripts/test.sh) see no fault.
-// Iteration I of seed S is reproducible alone: --seed S --only I. A failing input is saved and its path printed.
+// Iteration I of seed S is reproducible alone: --seed S --only I. A failing input is saved and its path
+// printed. --corpus DIR replays every file of DIR first (the checked-in tests/fuzz/corpus: inputs that once
+// reached a distinct outcome), then mutates them beside the RAW seeds; --grow DIR saves there each mutant
+// under 16 KB whose outcome (converted, unfinished, or the error with its numbers taken out) no earlier input
+// reached.
 //
-// Usage: gilspy_fuzz_convert [--seconds S] [--iterations N] [--seed S] [--only I] [--hang-s H] RAW...
+// Usage: gilspy_fuzz_convert [--seconds S] [--iterations N] [--seed S] [--only I] [--hang-s H]
+//                            [--corpus DIR] [--grow DIR] RAW...
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,6 +27,8 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -195,8 +202,19 @@ std::string join(const std::vector<std::string>& v) {
 
 enum class Outcome { kConverted, kCorrupt, kNotRaw };
 
-// Converts `input` (already in dir/in.json) once and checks the outcome.
-Outcome convert_and_check(const fs::path& dir, const std::string& input, bool salvage) {
+// What an outcome looked like, with the file's name, numbers, quoted text from the file and the names of
+// control characters taken out: inputs with the same signature took the same path through the reader, as far
+// as its messages tell.
+std::string signature_of(std::string_view kind, const std::string& text, const fs::path& in) {
+  static const std::regex kVaries(R"(\d+|"[^"]*"|'[^']*'|U\+[0-9A-F]+ \([A-Z]+\))");
+  std::string rest = text;
+  if (const size_t at = rest.find(in.string()); at != std::string::npos) rest.erase(at, in.string().size());
+  return std::string(kind) + ':' + std::regex_replace(rest, kVaries, "");
+}
+
+// Converts `input` (already in dir/in.json) once and checks the outcome; `signature` (if given) receives it.
+Outcome convert_and_check(const fs::path& dir, const std::string& input, bool salvage,
+                          std::string* signature = nullptr) {
   const fs::path in = dir / "in.json";
   const fs::path out = dir / "out.trace.json";
   const bool finished = input.find(R"(["F"]])") != std::string::npos;
@@ -212,6 +230,7 @@ Outcome convert_and_check(const fs::path& dir, const std::string& input, bool sa
     require(!salvage || e.kind() != ErrorKind::kCorrupt, "--salvage still refused a corrupt file: " + what);
     const auto left = folder_listing(dir);
     require(left == std::vector<std::string>{"in.json"}, "a refused input left files behind: " + join(left));
+    if (signature) *signature = signature_of(salvage ? "salvage-refused" : "refused", what, in);
     return e.kind() == ErrorKind::kCorrupt ? Outcome::kCorrupt : Outcome::kNotRaw;
   } catch (const std::exception& e) {
     throw Failure{std::string("an exception other than gilspy::Error escaped: ") + e.what()};
@@ -237,6 +256,7 @@ Outcome convert_and_check(const fs::path& dir, const std::string& input, bool sa
   require(doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array(),
           "the output has no traceEvents array");
   fs::remove(out);
+  if (signature) *signature = signature_of(r.complete ? "converted" : "unfinished", r.problem, in);
   return Outcome::kConverted;
 }
 
@@ -246,15 +266,18 @@ Outcome convert_and_check(const fs::path& dir, const std::string& input, bool sa
   ::_exit(1);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   double seconds = 10;
   uint64_t iterations = UINT64_MAX;
   uint64_t seed = 1;
   int64_t only = -1;
   unsigned hang_s = 20;
+  fs::path corpus, grow;  // empty: none
   std::vector<fs::path> seeds;
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -264,73 +287,157 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seconds") seconds = std::stod(value());
-    else if (a == "--iterations") iterations = std::stoull(value());
-    else if (a == "--seed") seed = std::stoull(value());
-    else if (a == "--only") only = std::stoll(value());
-    else if (a == "--hang-s") hang_s = static_cast<unsigned>(std::stoul(value()));
-    else seeds.emplace_back(a);
+    if (a == "--seconds")
+      o.seconds = std::stod(value());
+    else if (a == "--iterations")
+      o.iterations = std::stoull(value());
+    else if (a == "--seed")
+      o.seed = std::stoull(value());
+    else if (a == "--only")
+      o.only = std::stoll(value());
+    else if (a == "--hang-s")
+      o.hang_s = static_cast<unsigned>(std::stoul(value()));
+    else if (a == "--corpus")
+      o.corpus = value();
+    else if (a == "--grow")
+      o.grow = value();
+    else
+      o.seeds.emplace_back(a);
   }
-  if (seeds.empty()) {
-    std::fprintf(stderr, "usage: %s [--seconds S] [--iterations N] [--seed S] [--only I] RAW...\n", argv[0]);
-    return 2;
+  if (o.seeds.empty()) {
+    std::fprintf(stderr,
+                 "usage: %s [--seconds S] [--iterations N] [--seed S] [--only I] [--hang-s H] "
+                 "[--corpus DIR] [--grow DIR] RAW...\n",
+                 argv[0]);
+    std::exit(2);
   }
+  return o;
+}
+
+std::vector<fs::path> corpus_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (dir.empty()) return files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct Tally {
+  uint64_t done = 0, refused_corrupt = 0, salvaged = 0, converted = 0, grown = 0;
+  std::set<std::string> signatures;
+};
+
+// One input through convert (and, when refused as corrupt, through convert --salvage); its outcome's
+// signature is added to the tally's. Throws Failure.
+std::string run_one(const fs::path& dir, const std::string& input, Tally& tally, unsigned hang_s) {
+  spit(dir / "in.json", input);
+  ::alarm(hang_s);
+  std::string signature;
+  switch (convert_and_check(dir, input, false, &signature)) {
+    case Outcome::kCorrupt: {
+      ++tally.refused_corrupt;
+      std::string salvage;
+      if (convert_and_check(dir, input, true, &salvage) == Outcome::kConverted) ++tally.salvaged;
+      signature += " | " + salvage;
+      break;
+    }
+    case Outcome::kConverted:
+      ++tally.converted;
+      break;
+    case Outcome::kNotRaw:
+      break;
+  }
+  ::alarm(0);
+  for (const auto& e : fs::directory_iterator(dir)) fs::remove_all(e.path());
+  ++tally.done;
+  return signature;
+}
+
+// Saves `input` as a failing case and says how to replay it.
+int report_failure(const Failure& f, const std::string& input, const std::string& replay,
+                   const std::string& tag) {
+  const fs::path keep = fs::temp_directory_path() / ("gilspy_fuzz_failure_" + tag + ".raw.json");
+  spit(keep, input);
+  std::fprintf(stderr, "gilspy_fuzz_convert: FAIL (%s): %s\n  input kept in %s\n", replay.c_str(),
+               f.why.c_str(), keep.c_str());
+  return 1;
+}
+
+constexpr size_t kMaxGrownBytes = 16 * 1024;
+
+void maybe_grow(const Options& o, const std::string& input, const std::string& signature, Tally& tally,
+                uint64_t i) {
+  if (!tally.signatures.insert(signature).second || o.grow.empty() || input.size() > kMaxGrownBytes) return;
+  spit(o.grow / ("seed" + std::to_string(o.seed) + "_" + std::to_string(i) + ".raw.json"), input);
+  ++tally.grown;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
   std::string tmpl = (fs::temp_directory_path() / "gilspy_fuzz_XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
     std::perror("mkdtemp");
     return 2;
   }
   const fs::path dir = tmpl;
-  std::vector<std::string> corpus;
-  for (const auto& p : seeds) {
-    corpus.push_back(slurp(p));
-    if (corpus.back().empty()) {
+  std::vector<std::string> pool;
+  for (const auto& p : o.seeds) {
+    pool.push_back(slurp(p));
+    if (pool.back().empty()) {
       std::fprintf(stderr, "gilspy_fuzz_convert: cannot read %s\n", p.c_str());
       return 2;
     }
   }
-  corpus.push_back(generated_recording(dir));
+  pool.push_back(generated_recording(dir));
   ::signal(SIGALRM, on_alarm);
+  Tally tally;
+
+  // The corpus first, every file as it is: each once reached an outcome no other input had.
+  const auto replayed = corpus_files(o.corpus);
+  for (const auto& p : replayed) {
+    const std::string input = slurp(p);
+    try {
+      tally.signatures.insert(run_one(dir, input, tally, o.hang_s));
+    } catch (const Failure& f) {
+      fs::remove_all(dir);
+      return report_failure(f, input, "corpus file " + p.string(), p.filename().string());
+    }
+    pool.push_back(input);
+  }
 
   const auto start = std::chrono::steady_clock::now();
-  uint64_t done = 0, refused_corrupt = 0, salvaged = 0, converted = 0;
-  for (uint64_t i = only >= 0 ? static_cast<uint64_t>(only) : 0; i < iterations; ++i) {
-    if (only < 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds) break;
-    Rng rng(seed * 0x9E3779B97F4A7C15ull + i);
-    std::string input = corpus[pick(rng, corpus.size())];
+  for (uint64_t i = o.only >= 0 ? static_cast<uint64_t>(o.only) : 0; i < o.iterations; ++i) {
+    if (o.only < 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= o.seconds)
+      break;
+    Rng rng(o.seed * 0x9E3779B97F4A7C15ull + i);
+    std::string input = pool[pick(rng, pool.size())];
     for (size_t n = 1 + pick(rng, 3); n > 0; --n) mutate_once(rng, input);
-    spit(dir / "in.json", input);
-    ::alarm(hang_s);
     try {
-      switch (convert_and_check(dir, input, false)) {
-        case Outcome::kCorrupt:
-          ++refused_corrupt;
-          if (convert_and_check(dir, input, true) == Outcome::kConverted) ++salvaged;
-          break;
-        case Outcome::kConverted: ++converted; break;
-        case Outcome::kNotRaw: break;
-      }
+      maybe_grow(o, input, run_one(dir, input, tally, o.hang_s), tally, i);
     } catch (const Failure& f) {
-      const fs::path keep = fs::temp_directory_path() /
-                            ("gilspy_fuzz_failure_" + std::to_string(seed) + "_" + std::to_string(i) + ".raw.json");
-      spit(keep, input);
-      std::fprintf(stderr, "gilspy_fuzz_convert: FAIL at iteration %llu (replay: --seed %llu --only %llu): %s\n"
-                   "  input kept in %s\n",
-                   static_cast<unsigned long long>(i), static_cast<unsigned long long>(seed),
-                   static_cast<unsigned long long>(i), f.why.c_str(), keep.c_str());
       fs::remove_all(dir);
-      return 1;
+      const std::string replay = "replay: --seed " + std::to_string(o.seed) + " --only " + std::to_string(i) +
+                                 (o.corpus.empty() ? "" : " --corpus " + o.corpus.string());
+      return report_failure(f, input, replay, std::to_string(o.seed) + "_" + std::to_string(i));
     }
-    ::alarm(0);
-    for (const auto& e : fs::directory_iterator(dir)) fs::remove_all(e.path());
-    ++done;
-    if (only >= 0) break;
+    if (o.only >= 0) break;
   }
   fs::remove_all(dir);
-  std::printf("gilspy_fuzz_convert: %llu inputs (seed %llu): %llu converted, %llu refused as corrupt (%llu of "
-              "them salvaged with --salvage), the rest refused as not raw files; no failure\n",
-              static_cast<unsigned long long>(done), static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(converted), static_cast<unsigned long long>(refused_corrupt),
-              static_cast<unsigned long long>(salvaged));
-  return done > 0 ? 0 : 1;
+  std::printf(
+      "gilspy_fuzz_convert: %zu corpus files replayed, then %llu inputs in all (seed %llu): %llu "
+      "converted, %llu refused as corrupt (%llu of them salvaged with --salvage), the rest refused as not "
+      "raw files; %zu distinct outcomes%s; no failure\n",
+      replayed.size(), static_cast<unsigned long long>(tally.done), static_cast<unsigned long long>(o.seed),
+      static_cast<unsigned long long>(tally.converted),
+      static_cast<unsigned long long>(tally.refused_corrupt), static_cast<unsigned long long>(tally.salvaged),
+      tally.signatures.size(),
+      o.grow.empty()
+          ? ""
+          : (", " + std::to_string(tally.grown) + " new ones saved to " + o.grow.string()).c_str());
+  return tally.done > 0 ? 0 : 1;
 }
