@@ -80,6 +80,15 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
                                         100 * loop.cpu_budget)
                           : fmt::format(" (--cpu-budget {:.3g} %)", 100 * loop.cpu_budget));
   }
+  // With many threads the list is re-read less often, to keep the budget: what that costs the timeline.
+  if (loop.walk_period_ns > sampler::SamplerOptions{}.walk_period_ns) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  many threads: the thread list was re-read every {} (one {} per {} threads), so a thread "
+        "that never takes the GIL is seen to start and end up to that late\n",
+        span(loop.walk_period_ns), span(sampler::SamplerOptions{}.walk_period_ns),
+        sampler::ProcessSampler::kThreadsPerWalkPeriod);
+  }
   // Late polls are the poll loop's: its wake-ups (ticks) are their denominator, not this target's polls (a
   // target that exits or joins late has fewer).
   const uint64_t ticks = loop.ticks > 0 ? loop.ticks : polls;

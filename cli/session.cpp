@@ -542,6 +542,7 @@ SessionOutcome Session::run() {
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.impossible_switch_moves = t->sampler->counters().impossible_switch_moves.load();
+    fig.walk_period_ns = t->sampler->counters().walk_period_ns.load();
     fig.task_reads = t->sampler->counters().task_reads.load();
     if (t->counters.threads) {  // read after the poll thread was joined
       fig.counter_reads = t->counters.threads->reads();

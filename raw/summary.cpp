@@ -188,6 +188,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                         {"dropped_events", loop.dropped_events},
                         {"unknown_holder_polls", loop.unknown_holder_polls},
                         {"impossible_switch_moves", loop.impossible_switch_moves},
+                        {"walk_period_ns", loop.walk_period_ns},
                         {"task_reads", loop.task_reads},
                         {"counter_reads", loop.counter_reads},
                         {"switch_reads", loop.switch_reads},

@@ -35,6 +35,7 @@ struct ThreadSummary {
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
   uint64_t impossible_switch_moves = 0;  // SamplerCounters: hand-off counter moves not counted
+  int64_t walk_period_ns = 0;            // SamplerCounters: the thread list's longest re-read period
   int64_t max_lateness_ns = 0;
   int64_t p99_lateness_ns = 0;  // an upper bound (bucketed: at most 12.5 % over)
   std::string poller_scheduling = "normal";

@@ -312,11 +312,14 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
     }
   }
   if (walk_incomplete_) dirty = true;
-  // A walk reads every thread state (the kernel's copy costs ~0.2 us a thread): with many threads the list is
-  // walked less often (1 500 threads: every 3rd period). A new holder is still found at once (dirty above);
-  // a thread that ended without holding is dated up to that late.
+  // A walk reads every thread state (the kernel pins a page for each): with many threads the list is walked
+  // less often. A new holder is still found at once (dirty above); a thread that ended without holding is
+  // dated up to that late, which the summary says.
   const int64_t walk_period = options_.walk_period_ns * static_cast<int64_t>(std::max<size_t>(
                                                             1, active_.size() / kThreadsPerWalkPeriod));
+  if (walk_period > counters_.walk_period_ns.load(std::memory_order_relaxed)) {
+    counters_.walk_period_ns.store(walk_period, std::memory_order_relaxed);
+  }
   const bool periodic = t_now - last_walk_ns_ >= walk_period;
   if (periodic && !check_process(t_mid)) {
     // The process we attached to has ended, and its pid (and memory, with the same layout and no address

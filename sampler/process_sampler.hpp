@@ -73,6 +73,9 @@ struct SamplerCounters {
   // switch_number went backwards, or moved faster than one take per kMinTakeNs: not a count of hand-offs (the
   // target's memory is corrupt, or something writes into it), so the move is not counted.
   std::atomic<uint64_t> impossible_switch_moves{0};
+  // The longest period of the periodic walk (it grows with the threads): a thread that never touches the GIL
+  // is seen to start and end up to this late.
+  std::atomic<int64_t> walk_period_ns{0};
 };
 
 struct SamplerOptions {
@@ -92,6 +95,9 @@ class ProcessSampler {
   // gilspy writes can overflow (a forged jump of 2^62 a second did: an unreadable file) and a forged burst
   // does not read as hand-offs too short to see (SamplerCounters::impossible_switch_moves).
   static constexpr int64_t kMinTakeNs = 50;
+  // The periodic walk reads every thread state: one period (SamplerOptions::walk_period_ns) per this many
+  // threads, so that its cost does not grow with them (a new holder is still found at once).
+  static constexpr size_t kThreadsPerWalkPeriod = 100;
 
   // Records go to `queue` tagged with `target`, the id the session gave this process.
   ProcessSampler(const Interpreter& interp, MemoryReader& reader, TaskStateSource& tasks, RecordQueue& queue,
@@ -191,7 +197,6 @@ class ProcessSampler {
   uint32_t kept_waiters_ = 0, asleep_ = 0, running_waiters_ = 0;  // classify()'s tallies, this poll
   std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;
-  static constexpr size_t kThreadsPerWalkPeriod = 400;  // the periodic walk: a period per this many threads
   int64_t unreadable_since_ns_ = -1;  // first poll of a run of polls that could not read the GIL
   int holder_ = -1;                   // the holder's track at the last poll
   int watched_ = -1;                  // the track whose identity word each poll reads (the last holder)

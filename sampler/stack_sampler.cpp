@@ -11,7 +11,8 @@ namespace {
 constexpr int64_t kNewThreadNameDelayNs = 10'000'000;    // a new thread is in threading._active by then
 constexpr int64_t kUnnamedRetryNs = 100'000'000;         // a young thread not found there yet: again soon
 constexpr int64_t kYoungThreadNs = 5'000'000'000;        // ...for this long after it appeared
-constexpr int64_t kRenameCheckNs = 1'000'000'000;        // every known thread's name, for renames
+constexpr int64_t kRenameCheckNs = 1'000'000'000;        // every known thread's name, for renames, per...
+constexpr int64_t kThreadsPerRenameCheck = 100;          // ...this many threads (one read each)
 constexpr int64_t kNoThreadingRetryNs = 1'000'000'000;   // threading not imported yet
 constexpr int64_t kActiveDictRefindNs = 10'000'000'000;  // threading._active looked up again this often
 constexpr size_t kMaxNameBytes = 256;
@@ -37,7 +38,6 @@ StackSampler::StackSampler(const Interpreter& interp, MemoryReader& reader, Reco
       waiters_(max_threads),
       frame_ids_(static_cast<size_t>(std::max(1, options.max_depth))),
       idents_(max_threads * 2),
-      thread_objs_(max_threads * 2),
       // Seeded per target and per run; any value but 0 will do, the draws need no quality beyond spread.
       last_names_step_ns_(monotonic_ns()),
       jitter_state_((static_cast<uint64_t>(interp.pid) << 32 ^ static_cast<uint64_t>(monotonic_ns())) | 1) {}
@@ -305,57 +305,75 @@ bool StackSampler::find_active_dict() {
 
 void StackSampler::names_step(int64_t deadline) {
   const int64_t now = monotonic_ns();
-  if (name_phase_ == NamePhase::kIdle && now < rename_check_due_ns_ && !young_unnamed(now)) {
-    // Due for threads that have ended since (a server's request threads live a few ms): nothing to read
-    // until the next rename check. Reading threading._active and every key of it costs ~20 reads.
-    names_due_ns_ = rename_check_due_ns_;
-    return;
-  }
   if (name_phase_ == NamePhase::kIdle) {
-    if (active_dict_ == 0 || now - active_found_ns_ > kActiveDictRefindNs) {
-      active_dict_ = 0;
-      if (!find_active_dict()) {
-        active_dict_ = 0;
-        names_unavailable_ = true;
-        names_due_ns_ = now + kNoThreadingRetryNs;
-        return;
-      }
-      active_found_ns_ = now;
-      names_unavailable_ = false;
-    }
-    if (!objects_.read_dict(active_dict_)) {
-      active_dict_ = 0;  // found again next time
-      names_due_ns_ = now + kNoThreadingRetryNs;
+    if (now < rename_check_due_ns_ && !young_unnamed(now)) {
+      // Due for threads that have ended since (a server's request threads live a few ms): nothing to read
+      // until the next rename check. Reading threading._active and every key of it costs ~20 reads.
+      names_due_ns_ = rename_check_due_ns_;
       return;
     }
-    // Copy the items out: reading the names reuses the dict buffers. Keys are idents (ints), still to decode.
-    active_count_ = std::min(objects_.item_count(), idents_.size());
-    for (size_t i = 0; i < active_count_; ++i) {
-      idents_[i] = objects_.item_key(i);
-      thread_objs_[i] = objects_.item_value(i);
-    }
-    for (size_t i = 0; i < active_count_; ++i) {
-      const auto ident = objects_.read_uint(idents_[i]);
-      idents_[i] = ident.value_or(0);
-      if (i % 32 == 31 && monotonic_ns() >= deadline) {
-        // Too many threads for one step: the rest of the idents are not decoded; try them at the next
-        // refresh.
-        active_count_ = i + 1;
-        break;
-      }
-    }
-    name_phase_ = NamePhase::kThreads;
-    name_cursor_ = 0;
+    if (!start_names_refresh(now)) return;
   }
+  // Each phase goes on where the last step's deadline stopped it: with many threads a refresh takes several
+  // steps (1 500 threads: ~1 500 reads to decode their idents), and starting over at each step read the
+  // same first few dozen again and again, leaving the other threads unnamed.
+  if (name_phase_ == NamePhase::kIdents && !decode_idents(deadline)) return;
+  if (!read_thread_names(deadline)) return;
+  name_phase_ = NamePhase::kIdle;
+  const int64_t threads = static_cast<int64_t>(active_count_);
+  rename_check_due_ns_ = now + kRenameCheckNs * std::max<int64_t>(1, threads / kThreadsPerRenameCheck);
+  names_due_ns_ = young_unnamed(now) ? now + kUnnamedRetryNs : rename_check_due_ns_;
+}
+
+bool StackSampler::start_names_refresh(int64_t now) {
+  if (active_dict_ == 0 || now - active_found_ns_ > kActiveDictRefindNs) {
+    active_dict_ = 0;
+    if (!find_active_dict()) {
+      active_dict_ = 0;
+      names_unavailable_ = true;
+      names_due_ns_ = now + kNoThreadingRetryNs;
+      return false;
+    }
+    active_found_ns_ = now;
+    names_unavailable_ = false;
+  }
+  if (!objects_.read_dict(active_dict_)) {
+    active_dict_ = 0;  // found again next time
+    names_due_ns_ = now + kNoThreadingRetryNs;
+    return false;
+  }
+  // Copy the items out: reading the names reuses the dict buffers. Keys are idents (ints), still to decode.
+  active_count_ = std::min(objects_.item_count(), idents_.size());
+  for (size_t i = 0; i < active_count_; ++i) idents_[i] = {objects_.item_key(i), objects_.item_value(i)};
+  decode_cursor_ = 0;
+  name_phase_ = NamePhase::kIdents;
+  return true;
+}
+
+bool StackSampler::decode_idents(int64_t deadline) {
+  // At least a batch per step, so that a step that starts late still moves on.
+  for (size_t done = 0; decode_cursor_ < active_count_; ++decode_cursor_, ++done) {
+    if (done >= 32 && done % 32 == 0 && monotonic_ns() >= deadline) return false;
+    idents_[decode_cursor_].ident = objects_.read_uint(idents_[decode_cursor_].ident).value_or(0);
+  }
+  std::sort(idents_.data(), idents_.data() + active_count_,
+            [](const IdentObject& a, const IdentObject& b) { return a.ident < b.ident; });
+  name_phase_ = NamePhase::kThreads;
+  name_cursor_ = 0;
+  return true;
+}
+
+bool StackSampler::read_thread_names(int64_t deadline) {
   char text[kMaxNameBytes];
+  const IdentObject* begin = idents_.data();
+  const IdentObject* end = begin + active_count_;
   for (; name_cursor_ < slots_.size(); ++name_cursor_) {
-    if (monotonic_ns() >= deadline) return;  // the rest at the next step
+    if (monotonic_ns() >= deadline) return false;  // the rest at the next step
     Slot& s = slots_[name_cursor_];
     if (!s.active) continue;
-    uint64_t obj = 0;
-    for (size_t i = 0; i < active_count_ && obj == 0; ++i) {
-      if (idents_[i] == s.pthread_id) obj = thread_objs_[i];
-    }
+    const IdentObject* found = std::lower_bound(
+        begin, end, s.pthread_id, [](const IdentObject& e, uint64_t id) { return e.ident < id; });
+    const uint64_t obj = found != end && found->ident == s.pthread_id ? found->obj : 0;
     if (obj == 0) continue;
     const uint64_t name = objects_.attribute(obj, "_name");
     if (name == 0 || name == s.name_obj) continue;
@@ -368,9 +386,7 @@ void StackSampler::names_step(int64_t deadline) {
     ++counters_.name_reads;
     emit(raw::ThreadName{.tid = s.tid, .ts = monotonic_ns(), .name = {}, .text_id = id, .os_name = {}});
   }
-  name_phase_ = NamePhase::kIdle;
-  rename_check_due_ns_ = now + kRenameCheckNs;
-  names_due_ns_ = young_unnamed(now) ? now + kUnnamedRetryNs : rename_check_due_ns_;
+  return true;
 }
 
 bool StackSampler::young_unnamed(int64_t now) const {

@@ -87,9 +87,14 @@ class StackSampler {
   void sample(size_t slot, raw::GilRole role, int64_t deadline);
   // The sample's stack id; 0 when the tables were full.
   uint32_t emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
-  // Thread names: one step of a refresh (find threading._active, read it, then a few threads' names).
+  // Thread names: one step of reading thread names from threading._active, up to `deadline`; a refresh is
+  // three phases (the dict's items copied, their idents decoded, each thread's name read), each resumed by
+  // the next step.
   void names_step(int64_t deadline);
-  bool young_unnamed(int64_t now) const;  // a thread seen in the last 5 s whose name was not read yet
+  bool start_names_refresh(int64_t now);     // false: threading._active could not be read (retried later)
+  bool decode_idents(int64_t deadline);      // true once every ident is decoded and sorted
+  bool read_thread_names(int64_t deadline);  // true once every thread was looked up
+  bool young_unnamed(int64_t now) const;     // a thread seen in the last 5 s whose name was not read yet
   // The next gap between two reads of one hold: uniform in [1/2, 3/2) of hold_resample_ns.
   int64_t next_resample_gap();
   bool find_active_dict();
@@ -113,12 +118,17 @@ class StackSampler {
   int holder_request_ = -1;
   int64_t holder_request_since_ = 0;
   raw::StackStats counters_;
-  // Names: threading._active's items at the last refresh (ident -> Thread object).
+  // Names: threading._active's items at the last refresh (ident -> Thread object), sorted by ident once the
+  // idents are decoded, so that each thread finds its object in log n (the linear search was n² a refresh).
+  struct IdentObject {
+    uint64_t ident, obj;
+  };
   uint64_t active_dict_ = 0;
   int64_t active_found_ns_ = -1;
-  ZeroedArray<uint64_t> idents_, thread_objs_;
+  ZeroedArray<IdentObject> idents_;
   size_t active_count_ = 0;
-  enum class NamePhase : uint8_t { kIdle, kThreads } name_phase_ = NamePhase::kIdle;
+  enum class NamePhase : uint8_t { kIdle, kIdents, kThreads } name_phase_ = NamePhase::kIdle;
+  size_t decode_cursor_ = 0;  // kIdents: the idents before it are decoded
   size_t name_cursor_ = 0;
   int64_t names_due_ns_ = 0;
   int64_t rename_check_due_ns_ = 0;  // every named thread's name read again from then on

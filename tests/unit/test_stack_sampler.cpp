@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -636,6 +637,55 @@ TEST_CASE("stack sampler: thread names from threading._active, renames, no threa
   CHECK(names[0].name == "A");
   CHECK(names[1].name == "b\xc3\xa9");
   CHECK(fresh.counters().name_reads == 2);
+}
+
+// Every read takes 5 us, as a system call to another process does: a names step then has time for a few
+// dozen.
+class SlowReader final : public sampler::MemoryReader {
+ public:
+  explicit SlowReader(sampler::MemoryReader& inner) : inner_(inner) {}
+  size_t read(std::span<const sampler::ReadRegion> regions) override {
+    const int64_t until = sampler::monotonic_ns() + 5'000;
+    while (sampler::monotonic_ns() < until) {
+    }
+    return inner_.read(regions);
+  }
+
+ private:
+  sampler::MemoryReader& inner_;
+};
+
+TEST_CASE(
+    "stack sampler: with more threads than one names step can read, later steps go on where it stopped") {
+  // 200 threads, and 300 us per work() call: decoding their idents alone takes 200 reads. Each step used to
+  // start the refresh over, decode the first few dozen again, and leave the rest unnamed until the next
+  // refresh (100 ms on) did the same.
+  FakeSession s;
+  auto& py = s.py;
+  constexpr size_t kThreads = 200;
+  std::vector<std::pair<uint64_t, uint64_t>> items;
+  for (size_t i = 0; i < kThreads; ++i) {
+    items.push_back(
+        {py.integer(0x7f0000 + i * 0x100), py.instance({{"_name", py.str("t" + std::to_string(i))}})});
+  }
+  const uint64_t threading =
+      py.module(py.dict({{py.str("_active"), py.dict(items, false)}, {py.str("Thread"), 5}}));
+  py.put<uint64_t>(s.interp_addr + py.l.interp_modules,
+                   py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
+  SlowReader reader(py.mem);
+  sampler::RecordQueue q(4096);
+  sampler::StackSampler sampler(s.interp, reader, q, 0, {}, 256);
+  for (size_t i = 0; i < kThreads; ++i) {
+    sampler.thread_added(i, py.tstate(0), 0x7f0000 + i * 0x100, static_cast<int32_t>(1000 + i),
+                         sampler::monotonic_ns());
+  }
+  std::set<int64_t> named;
+  for (int call = 0; call < 100 && named.size() < kThreads; ++call) {
+    sampler.work(sampler::monotonic_ns() + 300'000);
+    for (const auto& n : only<raw::ThreadName>(drain(q))) named.insert(n.tid);
+  }
+  CHECK(named.size() == kThreads);
+  CHECK(sampler.counters().name_reads == kThreads);
 }
 
 TEST_CASE("stack sampler: a names step for threads that have ended since reads nothing") {
