@@ -78,20 +78,6 @@ void append_us(fmt::memory_buffer& out, int64_t ns) {
   out.append(frac, frac + 4);
 }
 
-// The double a JSON reader gets for the text append_us writes: the nearest double to the decimal, as
-// JavaScript's JSON.parse and strtod round it (std::from_chars rounds the same way). Below 2^53 ns, ns and
-// 1000 are exact doubles and IEEE division rounds their quotient, the same real number as the text, the same
-// way: no text needed (tests/unit/test_convert_jobs.cpp checks the two agree).
-double reader_us(int64_t ns) {
-  constexpr int64_t kExact = int64_t{1} << 53;
-  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
-  fmt::memory_buffer text;
-  append_us(text, ns);
-  double value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
-}
-
 std::string json_string(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -698,6 +684,19 @@ std::string format_us(int64_t ns) {
   fmt::memory_buffer b;
   append_us(b, ns);
   return fmt::to_string(b);
+}
+
+// std::from_chars rounds as JSON.parse does. Below 2^53 ns, ns and 1000 are exact doubles and IEEE division
+// rounds their quotient, the same real number as the text, the same way: no text needed
+// (tests/unit/test_convert_jobs.cpp checks the two agree).
+double reader_us(int64_t ns) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  fmt::memory_buffer text;
+  append_us(text, ns);
+  double value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
 }
 
 std::string default_output_path(const std::string& input) {

@@ -98,6 +98,9 @@ std::string default_output_path(const std::string& input);
 
 // ns as microseconds with exactly three decimals: 1234567 -> "1234.567", -5 -> "-0.005".
 std::string format_us(int64_t ns);
+// The double a JSON reader gets for that text: the nearest double to the decimal, as JavaScript's JSON.parse
+// and strtod round it.
+double reader_us(int64_t ns);
 
 // The dur (ns) written for a slice [start_ns, end_ns): end - start, less 1 ns (0.001 us) where needed so that
 // ts + dur, read as JSON doubles and added as JavaScript viewers add them, stays <= the double of end_ns, the

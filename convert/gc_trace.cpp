@@ -10,14 +10,6 @@
 namespace gilspy::convert {
 namespace {
 
-// The double a JSON reader gets for format_us(ns), as chrome_trace.cpp computes it.
-double reader_us(int64_t ns) {
-  const std::string text = format_us(ns);
-  double value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
-}
-
 std::string collection_args(const raw::GcCollection& x) {
   return fmt::format(
       R"({{"generation":{},"collected":{},"uncollectable":{},"waiters":{},"gil_wait_ms":{:.3f}}})",

@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sampler/byte_fields.hpp"
+
 namespace gilspy::sampler {
 namespace {
-
-template <class T>
-T at(const uint8_t* p, size_t off) {
-  T v{};
-  std::memcpy(&v, p + off, sizeof v);
-  return v;
-}
 
 constexpr size_t kIndexSlots = 2 * CodeCache::kEntries;  // a power of two
 

@@ -223,7 +223,8 @@ CounterPlan probe_counters(std::span<const raw::CounterKind> asked) {
 // ---- the opener
 // ------------------------------------------------------------------------------------------------
 
-namespace {
+// Named, not anonymous: PerfOpener::Impl (external linkage) holds them.
+namespace opener_detail {
 
 struct Command {
   PerfSlots* slots = nullptr;
@@ -257,7 +258,10 @@ class CommandRing {
   alignas(64) std::atomic<size_t> tail_{0};
 };
 
-}  // namespace
+}  // namespace opener_detail
+
+using opener_detail::Command;
+using opener_detail::CommandRing;
 
 struct PerfOpener::Impl {
   PerfOpener& owner;

@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sampler/byte_fields.hpp"
+
 namespace gilspy::sampler {
 namespace {
-
-template <class T>
-T at(const uint8_t* p, size_t off) {
-  T v{};
-  std::memcpy(&v, p + off, sizeof v);
-  return v;
-}
 
 // Type flags (Include/object.h, the same bits in 3.8-3.15).
 constexpr uint64_t kHeapType = uint64_t{1} << 9;

@@ -4,17 +4,11 @@
 #include <cstring>
 
 #include "base/address_range.hpp"
+#include "sampler/byte_fields.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace gilspy::sampler {
 namespace {
-
-template <class T>
-T at(const uint8_t* p, size_t off) {
-  T v{};
-  std::memcpy(&v, p + off, sizeof v);
-  return v;
-}
 
 constexpr size_t kFramesBetweenClockChecks = 8;
 // Shim and sentinel frames are skipped, not counted: a chain longer than this is not a stack (a cycle).

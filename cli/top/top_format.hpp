@@ -19,6 +19,10 @@ std::string format_percent(double share);      // "42.1"
 std::string format_duration(int64_t ns);        // "850us", "12.4ms", "3.21s", "-" for 0
 std::string format_rate(double per_s);          // "2.5", "523"
 
+inline double seconds(int64_t ns) {
+  return static_cast<double>(ns) / 1e9;
+}
+
 // One label/value pair of a process header. Built from data, so GC or CPU rows are one more entry.
 struct HeaderFigure {
   std::string label, value;

@@ -8,8 +8,6 @@ namespace gilspy::top {
 
 namespace {
 
-double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
 template <typename T>
 nlohmann::json or_null(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);

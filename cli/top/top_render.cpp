@@ -12,8 +12,6 @@ namespace gilspy::top {
 
 namespace {
 
-double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
 Line title_line(const TopSnapshot& s, SortKey sort, bool totals, bool paused) {
   const char* key = sort == SortKey::kHold ? "HOLD%" : sort == SortKey::kWait ? "WAIT%" : "TID";
   const std::string period = totals ? fmt::format("totals over {:.1f} s", seconds(s.now_ns - s.totals_start_ns))
