@@ -136,7 +136,7 @@ void RawFileSink::finish(const SessionEnd& end) {
   for (auto& [id, f] : files_) {
     Finished done{.file = &f, .figures = end.figures.at(id)};
     try {
-      finish_file(f, end.end_ns, done);
+      finish_file(f, end, done);
     } catch (const Error& e) {
       if (!first_error) first_error = e;
     }
@@ -156,11 +156,14 @@ void RawFileSink::finish(const SessionEnd& end) {
   if (first_error) throw *first_error;
 }
 
-void RawFileSink::finish_file(File& f, int64_t end_ns, Finished& done) {
+void RawFileSink::finish_file(File& f, const SessionEnd& end, Finished& done) {
   // Events lost to a full disk are missing from the file like those lost to queue overflow.
   const uint64_t queue_dropped = done.figures.dropped_events;
   done.figures.dropped_events += f.writer->lost_records();
-  f.summary.set_end(end_ns);
+  // A target that ended by itself (its stop reason is its own) was recorded up to its last record.
+  const bool ended_first = done.figures.stop_reason != end.stop_reason;
+  f.summary.set_span(f.target->attached_ns,
+                     ended_first ? std::min(end.end_ns, f.summary.last_ts()) : end.end_ns);
   try {
     f.writer->finish(f.summary.to_json(f.target->rate_hz, done.figures));
   } catch (const Error& e) {

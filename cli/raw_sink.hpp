@@ -63,7 +63,7 @@ class RawFileSink final : public Sink {
   };
   void flush(File& f);
   // Finishes f's raw file and writes its trace; throws the first Error, said in `done` too.
-  void finish_file(File& f, int64_t end_ns, Finished& done);
+  void finish_file(File& f, const SessionEnd& end, Finished& done);
   std::string output_dir_;
   bool write_trace_;
   mode_t file_mode_;

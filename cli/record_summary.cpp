@@ -43,22 +43,22 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
   const double seconds = static_cast<double>(in.summary.duration_ns()) / 1e9;
   const uint64_t polls = in.summary.polls();
   const double mean_rate = seconds > 0 ? static_cast<double>(polls) / seconds : 0.0;
+  // Dense, budget-limited and low-coverage polls are the poll loop's, shared by every target: a share of its
+  // wake-ups, not of this target's polls (a child recorded for part of the session has fewer).
+  const double loop_polls = static_cast<double>(std::max<uint64_t>(1, loop.ticks > 0 ? loop.ticks : polls));
   if (loop.poll_mode == "adaptive") {
     fmt::format_to(
         std::back_inserter(out),
         "  polls: {} in {:.2f} s, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs for {:.0f} % "
         "of them{}; poll thread {}\n",
-        polls, seconds, mean_rate, o.rate_asked,
-        pct(static_cast<double>(loop.dense_polls), static_cast<double>(std::max<uint64_t>(1, polls))),
+        polls, seconds, mean_rate, o.rate_asked, pct(static_cast<double>(loop.dense_polls), loop_polls),
         loop.budget_limited > 0
             ? fmt::format(" (the CPU budget slowed {:.0f} %{})",
-                          pct(static_cast<double>(loop.budget_limited),
-                              static_cast<double>(std::max<uint64_t>(1, polls))),
+                          pct(static_cast<double>(loop.budget_limited), loop_polls),
                           loop.low_coverage > 0
                               ? fmt::format(", {:.0f} % at half the budget, up to 16 ms apart: most "
                                             "hand-offs were too short to see",
-                                            pct(static_cast<double>(loop.low_coverage),
-                                                static_cast<double>(std::max<uint64_t>(1, polls))))
+                                            pct(static_cast<double>(loop.low_coverage), loop_polls))
                               : "")
             : "",
         loop.poller_scheduling);

@@ -235,6 +235,7 @@ Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_s
   t.reader = std::move(reader);
   t.interp = std::move(interp);
   prepare_target(t);
+  if (!first_scan) t.info.attached_ns = std::max<int64_t>(0, sampler::monotonic_ns() - anchor_mono);
   return &t;
 }
 

@@ -26,6 +26,7 @@ struct SessionTarget {
   std::string command;                               // its command line (launch mode: the command given)
   const sampler::Interpreter* interp = nullptr;      // version, binary, GIL address
   const sampler::ProcessSampler* sampler = nullptr;  // live counters (atomics, safe to read any time)
+  int64_t attached_ns = 0;  // on the session's timeline: when its recording began (0: with the session's)
   // Session-wide, copied into each target so a sink needs nothing else to describe it:
   int64_t monotonic_ns = 0;  // the clock anchor: record times count from here (CLOCK_MONOTONIC)
   int64_t realtime_ns = 0;   // CLOCK_REALTIME read together with monotonic_ns

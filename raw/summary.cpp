@@ -168,6 +168,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                        {"wait_share_ci95", ci95_json(t)}});
   }
   nlohmann::json out = {{"duration_ns", duration_ns()},
+                        {"start_ns", start_ns_},
                         {"stop_reason", loop.stop_reason},
                         {"stopped_ns", stopped_ns_},
                         {"stops", stops_},

@@ -1,6 +1,7 @@
 #pragma once
 // Per-thread and whole-GIL figures from a stream of raw records: what `record` prints at the end and writes
 // as the summary, and what `convert` rebuilds for a recording that was killed before it could write its own.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -74,7 +75,16 @@ class SummaryBuilder {
 
   void add(const Record& r);  // ThreadState records change nothing: the intervals say the same once they end
   void set_end(int64_t end_ns) { end_ns_ = end_ns; }
-  int64_t duration_ns() const { return end_ns_ > 0 ? end_ns_ : last_ts_; }
+  // The part of the session's timeline this process was recorded over: a child found late, or one that ended
+  // before the session, has every share and rate over its own span, not the session's.
+  void set_span(int64_t start_ns, int64_t end_ns) {
+    start_ns_ = start_ns;
+    end_ns_ = end_ns;
+  }
+  int64_t start_ns() const { return start_ns_; }
+  int64_t end_ns() const { return end_ns_ > 0 ? end_ns_ : last_ts_; }
+  int64_t last_ts() const { return last_ts_; }  // the end of the latest record
+  int64_t duration_ns() const { return std::max<int64_t>(0, end_ns() - start_ns_); }
   std::vector<ThreadSummary> threads() const;  // in order of appearance; the folded ones are not there
   const std::map<std::string, FoldedThreads>& folded() const { return folded_; }
   uint64_t folded_threads() const { return folded_count_; }
@@ -101,7 +111,7 @@ class SummaryBuilder {
   std::map<std::string, FoldedThreads> folded_;
   uint64_t folded_count_ = 0;
   Stats stats_;  // the latest
-  int64_t end_ns_ = 0;
+  int64_t start_ns_ = 0, end_ns_ = 0;
   int64_t last_ts_ = 0;
   int64_t total_hold_ns_ = 0;
   int64_t stopped_ns_ = 0;

@@ -98,10 +98,18 @@ def scenario_subprocesses(gilspy, python):
     info = json.load(open(report))
     files = raw_files(d)
     check(info["pid"] in files, f"no file for the parent {info['pid']}: {sorted(files)}")
+    parent = Raw(files[info["pid"]]).summary
     for pid in info["workers"]:
         check(pid in files, f"no file for worker {pid}: {sorted(files)}; stderr {out.stderr!r}")
         check(f"recording pid {pid} too" in out.stderr, f"worker {pid} was not said: {out.stderr!r}")
         raw = Raw(files[pid])
+        # A worker is recorded from when it was found (the parent starts it 0.8 s in) to its own end: its
+        # figures are over that span, where its two CPU threads kept the GIL busy (over the whole session's
+        # span, as before, it read ~60 % busy and its recording as long as the parent's).
+        span, busy = raw.summary["duration_ns"], raw.summary["gil_busy_share"]
+        check(0.5e9 < span < parent["duration_ns"] - 0.5e9,
+              f"worker {pid} recorded for {span / 1e9:.2f} s, the parent for {parent['duration_ns'] / 1e9:.2f} s")
+        check(busy > 0.85, f"worker {pid}: GIL busy {busy:.0%} of its own recording")
         cpu = [t["tid"] for t in raw.summary["threads"] if t["tid"] != pid and t["holds"] > 10]
         check(len(cpu) == 2, f"worker {pid}: expected its 2 CPU threads to hold the GIL, got {raw.summary['threads']}")
         check_cpu_threads_share(raw, cpu, f"worker {pid}")

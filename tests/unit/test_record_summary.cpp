@@ -374,3 +374,30 @@ TEST_CASE("record summary: threads that end past the first 5 000 are folded by n
   for (const auto& [pattern, g] : forged.summary.folded()) folded += g.threads;
   CHECK(folded == 8'000 - SummaryBuilder::kKeptThreads);
 }
+
+TEST_CASE("record summary: a child recorded for part of the session has its figures over its own span") {
+  // Found 2 s into a 10 s session, gone at 6 s, its one thread holding the GIL throughout; the loop polled
+  // 1 000 times in the session (300 of them budget-limited), 400 of them this process.
+  Recorded r;
+  r.summary.add(gilspy::raw::ThreadStart{.tid = 7, .ts = 2 * kSecond, .tstate = 1, .name = "MainThread"});
+  r.summary.add(gilspy::raw::Hold{.tid = 7, .ts = 2 * kSecond, .dur = 4 * kSecond});
+  r.summary.add(gilspy::raw::ThreadEnd{.tid = 7, .ts = 6 * kSecond});
+  r.summary.add(gilspy::raw::Stats{
+      .ts = 6 * kSecond, .polls = 400, .late = 0, .missed = 0, .handoffs_seen = 0, .handoffs_total = 0});
+  r.summary.set_span(2 * kSecond, 6 * kSecond);
+  r.loop.ticks = 1000;
+  r.loop.budget_limited = 300;
+  r.loop.poll_mode = "adaptive";
+  r.loop.poller_scheduling = "SCHED_FIFO";
+  r.loop.stop_reason = "target exited";
+  CHECK(r.summary.duration_ns() == 4 * kSecond);
+  CHECK(r.summary.gil_busy_share() == doctest::Approx(1.0));
+  const std::string text = summary_text(r);
+  CHECK(contains(text, "for 4.00 s"));
+  CHECK(contains(text, "GIL held 100.0 %"));
+  CHECK(contains(text, "100 Hz on average"));
+  CHECK(contains(text, "the CPU budget slowed 30 %"));  // of the loop's 1 000 polls, not this process's 400
+  const auto json = r.summary.to_json(10000, r.loop);
+  CHECK(json["duration_ns"] == 4 * kSecond);
+  CHECK(json["start_ns"] == 2 * kSecond);
+}
