@@ -15,6 +15,7 @@
 #include "base/output_file.hpp"
 #include "convert/chrome_trace.hpp"
 #include "gilspy_version.hpp"
+#include "sampler/process_sampler.hpp"
 
 namespace gilspy::cli {
 
@@ -160,8 +161,9 @@ void RawFileSink::finish_file(File& f, const SessionEnd& end, Finished& done) {
   // Events lost to a full disk are missing from the file like those lost to queue overflow.
   const uint64_t queue_dropped = done.figures.dropped_events;
   done.figures.dropped_events += f.writer->lost_records();
-  // A target that ended by itself (its stop reason is its own) was recorded up to its last record.
-  const bool ended_first = done.figures.stop_reason != end.stop_reason;
+  // A target that ended by itself (exited, exec'd) was recorded up to its last record.
+  const bool ended_first =
+      f.target->sampler != nullptr && f.target->sampler->end_cause() != sampler::TargetEnd::kRunning;
   f.summary.set_span(f.target->attached_ns,
                      ended_first ? std::min(end.end_ns, f.summary.last_ts()) : end.end_ns);
   try {
