@@ -1,5 +1,6 @@
 #include "base/terminal_text.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace gilspy {
@@ -120,6 +121,12 @@ std::string fit_with_marker(std::string_view text, std::size_t columns) {
   std::string out(cut_to_width(text, columns - 1));
   out += '~';
   return out;
+}
+
+std::string pad_to_width(std::string_view text, std::size_t columns, bool left) {
+  const std::string cut = fit_with_marker(text, columns);
+  const std::string fill(columns - std::min(columns, display_width(cut)), ' ');
+  return left ? cut + fill : fill + cut;
 }
 
 }  // namespace gilspy

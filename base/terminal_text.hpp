@@ -28,4 +28,8 @@ std::string_view cut_to_width(std::string_view text, std::size_t columns);
 // `text` cut to `columns`; a cut shows as a trailing '~' so a truncated name is not mistaken for a whole one.
 std::string fit_with_marker(std::string_view text, std::size_t columns);
 
+// A table cell: `text` fitted (fit_with_marker) and filled with spaces to exactly `columns`, on the right
+// when `left` (text flush left), else on the left.
+std::string pad_to_width(std::string_view text, std::size_t columns, bool left);
+
 }  // namespace gilspy

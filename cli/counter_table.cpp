@@ -8,17 +8,13 @@
 
 #include "base/terminal_text.hpp"
 #include "cli/summary_table.hpp"
+#include "cli/summary_text.hpp"
 
 namespace gilspy::cli {
 
 namespace {
 
-constexpr size_t kNameColumns = 30;
 constexpr size_t kCpuRows = 8;  // threads in the CPU table (--threads all: every one)
-
-std::string ms(int64_t ns) {
-  return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
-}
 
 std::string pct(int64_t part, int64_t whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole))
@@ -100,8 +96,9 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
     }
     if (t->preempted_holds > 0) {
       ++preempted_threads;
-      about += fmt::format("{}{} of {} holds preempted ({} waiting for a CPU while holding the GIL)",
-                           about.empty() ? "" : "; ", t->preempted_holds, t->holds, ms(t->preempted_hold_ns));
+      about +=
+          fmt::format("{}{} of {} holds preempted ({} waiting for a CPU while holding the GIL)",
+                      about.empty() ? "" : "; ", t->preempted_holds, t->holds, ms_text(t->preempted_hold_ns));
     }
     const std::string name = fit_with_marker(escape_for_terminal(row.name), kNameColumns);
     fmt::format_to(std::back_inserter(out), "  {:>8}  {}{}\n", row.tid, name,
@@ -111,8 +108,9 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
       const raw::RoleCounters& r = t->role(role);
       if (r.time_ns == 0 && r.counted_ns == 0) continue;
       fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>10} {:>10} {:>6} {:>10} {:>6} {:>8}", "",
-                     std::string("  ") + raw::to_string(role), kNameColumns, ms(r.time_ns), ms(r.cpu_ns),
-                     pct(r.cpu_ns, r.time_ns), ms(r.run_delay_ns), pct(r.run_delay_ns, r.time_ns), r.slices);
+                     std::string("  ") + raw::to_string(role), kNameColumns, ms_text(r.time_ns),
+                     ms_text(r.cpu_ns), pct(r.cpu_ns, r.time_ns), ms_text(r.run_delay_ns),
+                     pct(r.run_delay_ns, r.time_ns), r.slices);
       const uint64_t instr = instructions ? r.values[*instructions] : 0;
       if (ipc) {
         const uint64_t cyc = r.values[*cycles];

@@ -1,4 +1,5 @@
 #include "cli/gc_summary_lines.hpp"
+#include "cli/summary_text.hpp"
 
 #include <iterator>
 
@@ -7,13 +8,9 @@
 namespace gilspy::cli {
 namespace {
 
-std::string ms(int64_t ns) {
+std::string gc_ms(int64_t ns) {
   return ns < 1'000'000 ? fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6)
                         : fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
-}
-
-double pct(double part, double whole) {
-  return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
 }  // namespace
@@ -38,9 +35,10 @@ void gc_summary_lines(std::string& out, const raw::SummaryBuilder& summary, cons
     fmt::format_to(add,
                    "    paused {} in all ({:.1f} % of the recording), longest {} (gen {} at {:.3f} s); "
                    "{:.1f} % of all GIL waiting happened during collections\n",
-                   ms(gc.pause_ns()), pct(static_cast<double>(gc.pause_ns()), static_cast<double>(duration)),
-                   ms(longest->dur), longest->generation, static_cast<double>(longest->ts) / 1e9,
-                   pct(static_cast<double>(gc.wait_during_gc_ns()), static_cast<double>(waited)));
+                   gc_ms(gc.pause_ns()),
+                   percent_of(static_cast<double>(gc.pause_ns()), static_cast<double>(duration)),
+                   gc_ms(longest->dur), longest->generation, static_cast<double>(longest->ts) / 1e9,
+                   percent_of(static_cast<double>(gc.wait_during_gc_ns()), static_cast<double>(waited)));
   }
   if (gc.disables() > 0 || !gc.enabled_at_end()) {
     fmt::format_to(
@@ -50,7 +48,7 @@ void gc_summary_lines(std::string& out, const raw::SummaryBuilder& summary, cons
   }
   if (gc.list_threshold_ns() < 0) return;
   const auto& listed = gc.listed();
-  fmt::format_to(add, "  GC collections of {} or longer: {}\n", ms(gc.list_threshold_ns()),
+  fmt::format_to(add, "  GC collections of {} or longer: {}\n", gc_ms(gc.list_threshold_ns()),
                  listed.size() + gc.not_listed());
   if (listed.empty()) return;
   fmt::format_to(add, "    {:>10}  {:>3}  {:>10}  {:>7}  {:>10}  {:>8}\n", "AT", "GEN", "PAUSE", "WAITERS",
@@ -58,8 +56,8 @@ void gc_summary_lines(std::string& out, const raw::SummaryBuilder& summary, cons
   for (const raw::GcPause& p : listed) {
     fmt::format_to(add, "    {:>8.3f} s  {:>3}  {:>10}  {:>7}  {:>10}  {:>8}\n",
                    static_cast<double>(p.ts) / 1e9,
-                   p.generation < 0 ? std::string("?") : std::to_string(p.generation), ms(p.dur), p.waiters,
-                   p.collected, p.tid == 0 ? std::string("-") : std::to_string(p.tid));
+                   p.generation < 0 ? std::string("?") : std::to_string(p.generation), gc_ms(p.dur),
+                   p.waiters, p.collected, p.tid == 0 ? std::string("-") : std::to_string(p.tid));
   }
   if (gc.not_listed() > 0) fmt::format_to(add, "    + {} more (not listed)\n", gc.not_listed());
 }

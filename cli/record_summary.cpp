@@ -11,6 +11,7 @@
 #include "cli/gc_summary_lines.hpp"
 #include "cli/stack_summary_text.hpp"
 #include "cli/summary_table.hpp"
+#include "cli/summary_text.hpp"
 #include "sampler/process_sampler.hpp"
 #include "sampler/threads.hpp"
 
@@ -21,21 +22,11 @@ namespace {
 // Past this share of late wake-ups, the intervals' edges are blurred often enough to say so.
 constexpr double kLateShareForAdvice = 0.10;
 constexpr uint64_t kMinTicksForAdvice = 100;  // a handful of wake-ups says nothing about the machine
-constexpr size_t kNameColumns = 30;
-
-std::string ms(int64_t ns) {
-  return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
-}
-
 // "84 us", "2.1 ms", "1.20 s": a lateness at the scale it has.
 std::string span(int64_t ns) {
   if (ns < 1'000'000) return fmt::format("{} us", (ns + 500) / 1000);
   if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
   return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
-}
-
-double pct(double part, double whole) {
-  return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
 void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
@@ -51,14 +42,15 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
         std::back_inserter(out),
         "  polls: {} in {:.2f} s, adaptive: {:.0f} Hz on average, {:.0f} Hz around hand-offs for {:.0f} % "
         "of them{}; poll thread {}\n",
-        polls, seconds, mean_rate, o.rate_asked, pct(static_cast<double>(loop.dense_polls), loop_polls),
+        polls, seconds, mean_rate, o.rate_asked,
+        percent_of(static_cast<double>(loop.dense_polls), loop_polls),
         loop.budget_limited > 0
             ? fmt::format(" (the CPU budget slowed {:.0f} %{})",
-                          pct(static_cast<double>(loop.budget_limited), loop_polls),
+                          percent_of(static_cast<double>(loop.budget_limited), loop_polls),
                           loop.low_coverage > 0
                               ? fmt::format(", {:.0f} % at half the budget, up to 16 ms apart: most "
                                             "hand-offs were too short to see",
-                                            pct(static_cast<double>(loop.low_coverage), loop_polls))
+                                            percent_of(static_cast<double>(loop.low_coverage), loop_polls))
                               : "")
             : "",
         loop.poller_scheduling);
@@ -150,14 +142,15 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
     fmt::format_to(std::back_inserter(out), "  {:>8}  {}{} {:>7.1f} {:>7.1f} {:>6} {:>7} {:>13} {:>13}\n",
                    r.threads > 1 ? std::string("-") : std::to_string(r.tid), name, pad, 100 * r.hold_share(),
                    100 * r.wait_share(), ci < 0 ? std::string("?") : fmt::format("{:.1f}", 100 * ci), r.holds,
-                   ms(r.longest_hold_ns), ms(r.longest_wait_ns));
+                   ms_text(r.longest_hold_ns), ms_text(r.longest_wait_ns));
   }
   if (table.rest_threads > 0) {
-    fmt::format_to(std::back_inserter(out),
-                   "  + {} more threads: {:.1f} % hold, {:.1f} % wait (of their lifetimes taken together)\n",
-                   table.rest_threads,
-                   pct(static_cast<double>(table.rest_hold_ns), static_cast<double>(table.rest_life_ns)),
-                   pct(static_cast<double>(table.rest_wait_ns), static_cast<double>(table.rest_life_ns)));
+    fmt::format_to(
+        std::back_inserter(out),
+        "  + {} more threads: {:.1f} % hold, {:.1f} % wait (of their lifetimes taken together)\n",
+        table.rest_threads,
+        percent_of(static_cast<double>(table.rest_hold_ns), static_cast<double>(table.rest_life_ns)),
+        percent_of(static_cast<double>(table.rest_wait_ns), static_cast<double>(table.rest_life_ns)));
   }
   if (table.grouped) {
     out +=

@@ -33,10 +33,9 @@ namespace gilspy::cli {
 
 namespace asio = boost::asio;
 
-namespace {
-
-// What the session keeps per target: what the sinks see, and what polls it.
-struct Target {
+// What the session keeps per target: what the sinks see, and what polls it. (Outside the anonymous namespace:
+// Session::Impl holds it.)
+struct RunningTarget {
   SessionTarget info;
   std::unique_ptr<sampler::RemoteMemoryReader> reader;
   sampler::Interpreter interp;
@@ -44,6 +43,8 @@ struct Target {
   std::unique_ptr<sampler::ProcessSampler> sampler;
   TargetCounters counters;  // scheduler figures and perf counters per thread (counter_setup.hpp)
 };
+
+namespace {
 
 // The target's RANK, else its LOCAL_RANK (launchers that set only that one), else 0.
 int64_t rank_of(pid_t pid) {
@@ -101,8 +102,8 @@ struct Session::Impl {
   asio::signal_set signals{io};
   pid_t child = 0;
   std::optional<int> child_status;
-  std::vector<std::unique_ptr<Target>> targets;
-  std::unordered_map<raw::TargetId, Target*> by_id;
+  std::vector<std::unique_ptr<RunningTarget>> targets;
+  std::unordered_map<raw::TargetId, RunningTarget*> by_id;
   raw::TargetId next_id = 0;
   std::vector<Sink*> sinks;
   sampler::RecordQueue queue{1 << 18};
@@ -135,8 +136,8 @@ struct Session::Impl {
     return options.discover == Discover::kDescendants ||
            (options.discover == Discover::kAllPython && options.follow);
   }
-  Target& add_target(pid_t pid) {
-    auto t = std::make_unique<Target>();
+  RunningTarget& add_target(pid_t pid) {
+    auto t = std::make_unique<RunningTarget>();
     t->info.id = next_id++;
     t->info.pid = pid;
     t->reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
@@ -145,16 +146,16 @@ struct Session::Impl {
     return *targets.back();
   }
   void attach();
-  void prepare_target(Target& t);
+  void prepare_target(RunningTarget& t);
   void drain();
-  std::vector<Target*> discover(bool first_scan);
-  Target* try_found(pid_t pid, const std::string& key, bool first_scan);
+  std::vector<RunningTarget*> discover(bool first_scan);
+  RunningTarget* try_found(pid_t pid, const std::string& key, bool first_scan);
 };
 
 void Session::Impl::attach() {
   if (launch_mode()) {
     child = launch(options.command);
-    Target& t = add_target(child);
+    RunningTarget& t = add_target(child);
     try {
       t.interp =
           attach_launched(child, *t.reader, options.attach_timeout_s, options.command[0], &child_status);
@@ -183,7 +184,7 @@ void Session::Impl::attach() {
         failed.emplace_back(pid, e);
         continue;
       }
-      Target& t = add_target(pid);
+      RunningTarget& t = add_target(pid);
       t.reader = std::move(reader);
       t.interp = std::move(interp);
     }
@@ -205,7 +206,7 @@ void Session::Impl::attach() {
 
 // One found process: attached and made a target, or refused (said once, never tried again), or left for the
 // next scan while its interpreter starts.
-Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_scan) {
+RunningTarget* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_scan) {
   auto reader = std::make_unique<sampler::RemoteMemoryReader>(pid);
   sampler::Interpreter interp;
   try {
@@ -231,7 +232,7 @@ Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_s
   }
   settled.insert(key);
   not_ready_since.erase(key);
-  Target& t = add_target(pid);
+  RunningTarget& t = add_target(pid);
   t.reader = std::move(reader);
   t.interp = std::move(interp);
   prepare_target(t);
@@ -241,8 +242,8 @@ Target* Session::Impl::try_found(pid_t pid, const std::string& key, bool first_s
 
 // Processes found by a /proc scan (every Python process, or the targets' Python descendants) that were not
 // tried yet. As non-root, processes of other users are not "the user's" and are passed over without a word.
-std::vector<Target*> Session::Impl::discover(bool first_scan) {
-  std::vector<Target*> found;
+std::vector<RunningTarget*> Session::Impl::discover(bool first_scan) {
+  std::vector<RunningTarget*> found;
   if (discovery_full) return found;
   std::vector<pid_t> candidates;
   if (options.discover == Discover::kAllPython) {
@@ -272,7 +273,7 @@ std::vector<Target*> Session::Impl::discover(bool first_scan) {
                       targets.size(), pid));
       break;
     }
-    if (Target* t = try_found(pid, *key, first_scan)) {
+    if (RunningTarget* t = try_found(pid, *key, first_scan)) {
       found.push_back(t);
       if (!first_scan) {
         note(fmt::format("recording pid {} too (Python {}, found {:.2f} s in): {}", pid,
@@ -286,7 +287,7 @@ std::vector<Target*> Session::Impl::discover(bool first_scan) {
 }
 
 // Everything a sink is told about a target, and its sampler.
-void Session::Impl::prepare_target(Target& t) {
+void Session::Impl::prepare_target(RunningTarget& t) {
   SessionTarget& i = t.info;
   i.rank = rank_of(i.pid);
   i.ns_pid = namespace_pid_of(i.pid);
@@ -348,7 +349,7 @@ void Session::Impl::drain() {
     };
     for (size_t i = 0; i < drain_batch.size(); ++i) {
       raw::TargetRecord& r = drain_batch[i];
-      Target& t = *by_id.at(r.target);
+      RunningTarget& t = *by_id.at(r.target);
       shift_time(r.record, -t.info.monotonic_ns);
       // The stack records' text (names, frames) is in the sampler's tables, published with the record.
       if (const auto* tables = t.sampler->stack_tables()) tables->fill(r.record);
@@ -485,7 +486,7 @@ SessionOutcome Session::run() {
     m.drain();
     // Processes found while running: the sinks hear of them first, then the poll loop takes them.
     if (!done && !stop && m.discovering() && ++drains % kDiscoverEveryDrains == 0) {
-      for (Target* t : m.discover(false)) {
+      for (RunningTarget* t : m.discover(false)) {
         for (Sink* s : m.sinks) s->start(t->info);
         for (Sink* s : m.sinks) s->record(t->info, m.counters.setup_record());
         loop.add(*t->sampler);

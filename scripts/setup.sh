@@ -38,18 +38,22 @@ if [ "$(cat tests/viewer/node_modules/.gilspy-lock-sha256 2>/dev/null)" != "$loc
   echo "$lock_sum" > tests/viewer/node_modules/.gilspy-lock-sha256
 fi
 
+# Unity builds (16 sources per compiler run): the big headers (nlohmann/json, fmt, CLI11, Asio, doctest) are
+# parsed once per batch instead of once per file, which halves a clean build on two cores. UNITY=OFF builds
+# file by file (quicker when one file changes again and again).
+unity=(-DCMAKE_UNITY_BUILD="${UNITY:-ON}" -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 case "${1:-}" in
   --no-build | --chromium) exit 0 ;;
   --asan)
     # -g1: line tables, all a sanitizer report needs, for a fifth less compile time than -g.
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DGILSPY_SANITIZE=ON \
-      -DGILSPY_WERROR=ON >/dev/null
+      -DGILSPY_WERROR=ON "${unity[@]}" >/dev/null
     cmake --build build-asan -j"$(nproc)" --target gilspy_unit_tests gilspy_fuzz_convert gilspy
     exit 0 ;;
 esac
 # -g1 (line tables: backtraces and perf still name lines) instead of -g: the build is 10-30 % faster per file.
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGILSPY_WERROR=ON >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGILSPY_WERROR=ON "${unity[@]}" >/dev/null
 # BUILD_TARGETS: only these (scripts/test.sh: what the end-to-end tests run); default everything.
 # shellcheck disable=SC2086
 cmake --build build -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

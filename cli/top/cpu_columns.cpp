@@ -12,7 +12,7 @@ namespace gilspy::top {
 
 namespace {
 
-constexpr std::size_t kNameMin = 8, kNameMax = 28;
+constexpr std::size_t kCpuNameMin = 8, kCpuNameMax = 28;
 
 struct Spec {
   CpuCol col;
@@ -23,7 +23,7 @@ struct Spec {
 
 constexpr std::array<Spec, 12> kSpecs{{
     {CpuCol::kTid, "TID", 7, 100},
-    {CpuCol::kName, "NAME", kNameMin, 40},
+    {CpuCol::kName, "NAME", kCpuNameMin, 40},
     {CpuCol::kCpu, "CPU%", 5, 95},
     {CpuCol::kHoldCpu, "HOLD:CPU%", 9, 90},
     {CpuCol::kWaitCpu, "WAIT:CPU%", 9, 90},
@@ -35,16 +35,10 @@ constexpr std::array<Spec, 12> kSpecs{{
     {CpuCol::kCacheMiss, "CMISS/KI", 8, 10},
     {CpuCol::kBranchMiss, "BMISS/KI", 8, 5},
 }};
-constexpr int kAlwaysKept = 85;
+constexpr int kCpuAlwaysKept = 85;
 
 const Spec& spec(CpuCol c) {
   return kSpecs[static_cast<std::size_t>(c)];
-}
-
-std::string pad(std::string_view text, std::size_t width, bool left) {
-  const std::string cut = fit_with_marker(text, width);
-  const std::string fill(width - std::min(width, display_width(cut)), ' ');
-  return left ? cut + fill : fill + cut;
 }
 
 std::size_t width_of(const CpuLayout& l, CpuCol c) {
@@ -73,13 +67,13 @@ CpuLayout layout_cpu_table(std::size_t width) {
   while (needed() > width) {
     auto least = std::min_element(kept.begin(), kept.end(),
                                   [](const Spec& a, const Spec& b) { return a.keep < b.keep; });
-    if (least->keep >= kAlwaysKept) break;
+    if (least->keep >= kCpuAlwaysKept) break;
     kept.erase(least);
   }
   CpuLayout l;
   for (const Spec& s : kept) l.columns.push_back(s.col);
   if (std::find(l.columns.begin(), l.columns.end(), CpuCol::kName) != l.columns.end()) {
-    l.name_width = std::min(kNameMax, kNameMin + (width > needed() ? width - needed() : 0));
+    l.name_width = std::min(kCpuNameMax, kCpuNameMin + (width > needed() ? width - needed() : 0));
   }
   return l;
 }
@@ -89,7 +83,7 @@ Line cpu_heading(const CpuLayout& layout) {
   for (std::size_t i = 0; i < layout.columns.size(); ++i) {
     const CpuCol c = layout.columns[i];
     if (i > 0) text += ' ';
-    text += pad(spec(c).title, width_of(layout, c), c == CpuCol::kName);
+    text += pad_to_width(spec(c).title, width_of(layout, c), c == CpuCol::kName);
   }
   return Line{{{text, Style::kHeading}}, false};
 }
@@ -145,7 +139,7 @@ Line cpu_row(const CpuLayout& layout, const ThreadRow& t, bool totals) {
         v = ratio(all.branch_misses, all.instructions, all.misses_counted, 1000.0);
         break;
     }
-    line.segments.push_back({pad(v, width_of(layout, c), c == CpuCol::kName), Style::kPlain});
+    line.segments.push_back({pad_to_width(v, width_of(layout, c), c == CpuCol::kName), Style::kPlain});
   }
   return line;
 }

@@ -125,12 +125,6 @@ constexpr int kAlwaysKept = 80;  // TID, HOLD%, WAIT%
 
 const ColumnSpec& spec(Col c) { return kColumns[static_cast<std::size_t>(c)]; }
 
-std::string pad(std::string_view text, std::size_t width, bool left) {
-  const std::string cut = fit_with_marker(text, width);
-  const std::string fill(width - display_width(cut), ' ');
-  return left ? cut + fill : fill + cut;
-}
-
 std::size_t column_width(const TableLayout& l, Col c) { return c == Col::kName ? l.name_width : spec(c).width; }
 
 }  // namespace
@@ -167,7 +161,8 @@ Line table_heading(const TableLayout& layout) {
   for (std::size_t i = 0; i < layout.columns.size(); ++i) {
     const Col c = layout.columns[i];
     if (i > 0) text += ' ';
-    text += pad(spec(c).title, column_width(layout, c), c == Col::kName || c == Col::kBar || c == Col::kFunction);
+    text += pad_to_width(spec(c).title, column_width(layout, c),
+                         c == Col::kName || c == Col::kBar || c == Col::kFunction);
   }
   return Line{{{text, Style::kHeading}}, false};
 }
@@ -213,7 +208,7 @@ Line table_row(const TableLayout& layout, const ThreadRow& t, bool totals) {
       case Col::kFunction: value = t.function.empty() ? "-" : escape_for_terminal(t.function); break;
     }
     const bool left = c == Col::kName || c == Col::kFunction;
-    line.segments.push_back({pad(value, column_width(layout, c), left), Style::kPlain});
+    line.segments.push_back({pad_to_width(value, column_width(layout, c), left), Style::kPlain});
   }
   return line;
 }

@@ -20,10 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "convert/chrome_trace.hpp"
 #include "base/error.hpp"
+#include "convert/chrome_trace.hpp"
 #include "raw/raw_format.hpp"
 #include "support/trace_check.hpp"
+#include "unit/temp_files.hpp"
 
 namespace raw = gilspy::raw;
 namespace cv = gilspy::convert;
@@ -32,36 +33,16 @@ using gilspy::Error;
 using gilspy::ErrorKind;
 using nlohmann::json;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_chrome_trace {
 namespace {
+
+using gilspy::test::slurp;
+using gilspy::test::spit;
+using gilspy::test::TempDir;
 
 const fs::path kSmall = fs::path(GILSPY_SOURCE_DIR) / "tests" / "data" / "small.raw.json";
 constexpr int64_t kSmallRealtime = 1700000000123456789;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gilspy_convert_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
 
 // Every `"ts":` / `"dur":` number in `text`, as written (no std::regex: g++ 12 warns inside it under ASan).
 struct NumberText {
@@ -861,3 +842,5 @@ TEST_CASE("convert: a link at the output's name is neither followed nor replaced
   CHECK((fs::status(out).permissions() & fs::perms::all) ==
         (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
 }
+
+}  // namespace unit_chrome_trace

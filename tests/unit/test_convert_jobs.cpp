@@ -22,34 +22,20 @@
 #include "convert/gzip_io.hpp"
 #include "raw/raw_format.hpp"
 #include "support/trace_check.hpp"
+#include "unit/temp_files.hpp"
 
 namespace raw = gilspy::raw;
 namespace cv = gilspy::convert;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_convert_jobs {
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gilspy_jobs_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gilspy::test::slurp;
+using gilspy::test::spit;
+using gilspy::test::TempDir;
 
 std::string write_rank(const TempDir& dir, int64_t pid, int64_t rank, int64_t ns_pid = 0) {
   raw::Meta m;
@@ -215,3 +201,5 @@ TEST_CASE("convert: reader_safe_dur_ns agrees with the doubles parsed from the t
     if (absolute) CHECK(end - start - dur <= 500);
   }
 }
+
+}  // namespace unit_convert_jobs

@@ -28,6 +28,8 @@ using gilspy::Error;
 using gilspy::ErrorKind;
 using raw::GilRole;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_counter_output {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -262,3 +264,5 @@ TEST_CASE(
     CHECK(top::help_text(200).find("c CPU") != std::string::npos);
   }
 }
+
+}  // namespace unit_counter_output

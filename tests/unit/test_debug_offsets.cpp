@@ -21,6 +21,8 @@ namespace gl = gilspy::layouts;
 using gilspy::Error;
 using gilspy::ErrorKind;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_debug_offsets {
 namespace {
 
 constexpr uint64_t kV3_14_0 = 0x030E00F0;
@@ -427,3 +429,5 @@ TEST_CASE("live: pyenv's libpython3.13 carries a _Py_DebugOffsets that matches t
   CHECK(l.runtime.interpreters_head == 632);
   CHECK(d->interp_gil_runtime_state == kGil3_13);
 }
+
+}  // namespace unit_debug_offsets

@@ -25,6 +25,8 @@ namespace gl = gilspy::layouts;
 using gilspy::Error;
 using gilspy::ErrorKind;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_debug_offsets_3_15 {
 namespace {
 
 constexpr uint64_t kV3_15_2 = 0x030F02F0;
@@ -338,3 +340,5 @@ TEST_CASE("free-threaded 3.15: the GIL's `enabled` word decides whether there is
     CHECK_FALSE(gilspy::sampler::decode_gil(gil.data(), l.gil).enabled);
   }
 }
+
+}  // namespace unit_debug_offsets_3_15

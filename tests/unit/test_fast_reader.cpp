@@ -23,6 +23,8 @@ namespace raw = gilspy::raw;
 namespace fs = std::filesystem;
 using gilspy::Error;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_fast_reader {
 namespace {
 
 // A stream over a string that cannot seek (tellg() gives -1), as a pipe.
@@ -276,3 +278,5 @@ TEST_CASE("fast reader: random damage to a finished file reads the same both way
     same_both_ways(s, round % 2 == 0);
   }
 }
+
+}  // namespace unit_fast_reader

@@ -32,6 +32,8 @@
 using namespace gilspy;
 using namespace gilspy::sampler;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_gc {
 namespace {
 
 constexpr uint64_t kRuntime = 0x10000, kInterp = 0x20000, kGil = 0x30000, kTstates = 0x40000;
@@ -869,3 +871,5 @@ TEST_CASE(
     CHECK_MESSAGE(r.ok(), "run " << run << ": " << (r.problems.empty() ? "" : r.problems[0]));
   }
 }
+
+}  // namespace unit_gc

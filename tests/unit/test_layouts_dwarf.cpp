@@ -21,6 +21,8 @@
 #include "unit/pyenv_installs.hpp"
 #include "elfutils/python_binary.hpp"
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_layouts_dwarf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -345,3 +347,5 @@ TEST_CASE("DWARF: DwarfTypes::open fails with kElf and names the file") {
     }
   }
 }
+
+}  // namespace unit_layouts_dwarf

@@ -21,6 +21,8 @@
 namespace gl = gilspy::layouts;
 using nlohmann::json;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_line_table {
 namespace {
 
 std::vector<uint8_t> unhex(const std::string& s) {
@@ -182,3 +184,5 @@ TEST_CASE("line tables: a forged first line and deltas past int's range give no 
   CHECK_FALSE(gl::line_for_address(gl::LineTableKind::kLocationTable, long_up, 1, 14).ok);  // 1 + 8 * 2^30
   CHECK(gl::line_for_address(gl::LineTableKind::kLocationTable, long_up, 1, 0).line == 1 + (1 << 30));
 }
+
+}  // namespace unit_line_table

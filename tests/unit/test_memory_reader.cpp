@@ -13,6 +13,8 @@
 using gilspy::sampler::ReadRegion;
 using gilspy::sampler::RemoteMemoryReader;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_memory_reader {
 namespace {
 
 uint64_t addr(const void* p) {
@@ -55,3 +57,5 @@ TEST_CASE("memory reader: the regions before one that cannot be read count, each
   r[0] = {gone, &ga, 8};
   CHECK(reader.read(r) == 0);
 }
+
+}  // namespace unit_memory_reader

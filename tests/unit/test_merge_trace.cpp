@@ -23,6 +23,7 @@
 #include "convert/merge_trace.hpp"
 #include "raw/raw_format.hpp"
 #include "support/trace_check.hpp"
+#include "unit/temp_files.hpp"
 
 namespace raw = gilspy::raw;
 namespace cv = gilspy::convert;
@@ -31,23 +32,15 @@ using gilspy::Error;
 using gilspy::ErrorKind;
 using ojson = nlohmann::ordered_json;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_merge_trace {
 namespace {
 
-const fs::path kKineto = fs::path(GILSPY_SOURCE_DIR) / "tests" / "data" / "kineto";
+using gilspy::test::slurp;
+using gilspy::test::spit;
+using gilspy::test::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gilspy_merge_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+const fs::path kKineto = fs::path(GILSPY_SOURCE_DIR) / "tests" / "data" / "kineto";
 
 // A file's text, gunzipped if it is gzip.
 std::string text_of(const std::string& path) {
@@ -56,11 +49,6 @@ std::string text_of(const std::string& path) {
   char buf[1 << 15];
   for (size_t n; (n = in.read(buf, sizeof buf)) > 0;) text.append(buf, n);
   return text;
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
 }
 
 raw::Meta meta_for(int64_t pid, int64_t realtime_ns) {
@@ -517,3 +505,5 @@ TEST_CASE("merge: random damage to a trace is merged or refused as kBadInput, ne
   }
   CHECK(merged > 0);
 }
+
+}  // namespace unit_merge_trace

@@ -15,37 +15,20 @@
 
 #include "base/error.hpp"
 #include "base/output_file.hpp"
+#include "unit/temp_files.hpp"
 
 namespace fs = std::filesystem;
 using gilspy::Error;
 using gilspy::ErrorKind;
 using gilspy::OutputFile;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_output_file {
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gilspy_out_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const fs::path& p, const std::string& text) {
-  std::ofstream(p, std::ios::binary) << text;
-}
+using gilspy::test::slurp;
+using gilspy::test::spit;
+using gilspy::test::TempDir;
 
 size_t entries(const fs::path& dir) {
   size_t n = 0;
@@ -230,3 +213,5 @@ TEST_CASE("output file: --file-mode parsing") {
   CHECK_FALSE(gilspy::parse_file_mode("1777").has_value());
   CHECK_FALSE(gilspy::parse_file_mode("rw").has_value());
 }
+
+}  // namespace unit_output_file

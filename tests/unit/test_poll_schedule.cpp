@@ -11,6 +11,8 @@
 
 using namespace gilspy::sampler;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_poll_schedule {
 namespace {
 constexpr int64_t kDense = 100'000;
 constexpr int64_t kMs = 1'000'000;
@@ -232,3 +234,5 @@ TEST_CASE(
   s.set_floor(kMs, true);
   CHECK(tick(s, a, 5 * kMs + kDense) == kMs);  // saturated: the floor everywhere
 }
+
+}  // namespace unit_poll_schedule

@@ -29,6 +29,8 @@
 using namespace gilspy;
 using namespace gilspy::sampler;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_process_sampler {
 namespace {
 
 constexpr uint64_t kRuntime = 0x10000, kInterp = 0x20000, kGil = 0x30000, kTstates = 0x40000;
@@ -1110,3 +1112,5 @@ TEST_CASE("sampler: each thread's end carries the standard error of its time in 
   CHECK(se[100] == static_cast<int64_t>(std::llround(both)));
   CHECK(se[102] == static_cast<int64_t>(std::llround(both)));
 }
+
+}  // namespace unit_process_sampler

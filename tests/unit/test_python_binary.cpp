@@ -21,6 +21,8 @@
 #include "elfutils/proc_maps.hpp"
 #include "elfutils/python_binary.hpp"
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_python_binary {
 namespace {
 
 namespace fs = std::filesystem;
@@ -337,3 +339,5 @@ TEST_CASE("elf_image: a process's files are opened in its root without following
   ::unlink(dir_link.c_str());
   ::rmdir(dir);
 }
+
+}  // namespace unit_python_binary

@@ -18,33 +18,20 @@
 
 #include "base/error.hpp"
 #include "raw/raw_format.hpp"
+#include "unit/temp_files.hpp"
 
 namespace raw = gilspy::raw;
 namespace fs = std::filesystem;
 using gilspy::Error;
 using gilspy::ErrorKind;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_raw_format {
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gilspy_raw_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gilspy::test::slurp;
+using gilspy::test::spit;
+using gilspy::test::TempDir;
 
 raw::Meta sample_meta() {
   raw::Meta m;
@@ -657,3 +644,5 @@ TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps e
     CHECK(rb.records.size() == w.events_in_file());
   }
 }
+
+}  // namespace unit_raw_format

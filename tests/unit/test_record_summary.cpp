@@ -14,6 +14,8 @@
 #include "sampler/lateness_histogram.hpp"
 #include "sampler/threads.hpp"
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_record_summary {
 namespace {
 
 using gilspy::cli::build_summary_table;
@@ -401,3 +403,5 @@ TEST_CASE("record summary: a child recorded for part of the session has its figu
   CHECK(json["duration_ns"] == 4 * kSecond);
   CHECK(json["start_ns"] == 2 * kSecond);
 }
+
+}  // namespace unit_record_summary

@@ -11,6 +11,8 @@ namespace cli = gilspy::cli;
 namespace raw = gilspy::raw;
 namespace top = gilspy::top;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_screen_sink {
 namespace {
 
 constexpr int64_t ms(double v) {
@@ -118,3 +120,5 @@ TEST_CASE("screen sink: a target whose threads have all ended is shown ended whi
   REQUIRE(f.snaps.size() == 1);
   CHECK(f.snaps[0].processes.at(0).ended);
 }
+
+}  // namespace unit_screen_sink

@@ -21,6 +21,8 @@
 namespace gl = gilspy::layouts;
 using gilspy::elf::DwarfTypes;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_stack_layouts_dwarf {
 namespace {
 
 std::string show(std::optional<uint64_t> v) {
@@ -317,3 +319,5 @@ TEST_CASE("stack layout from _Py_DebugOffsets: fields outside their structure an
   const std::vector<uint8_t> cut(b.begin(), b.begin() + 600);
   CHECK_THROWS_AS(gl::stack_layout_from_debug_offsets(v, cut), gilspy::Error);
 }
+
+}  // namespace unit_stack_layouts_dwarf

@@ -20,34 +20,20 @@
 #include "raw/raw_format.hpp"
 #include "raw/summary.hpp"
 #include "support/trace_check.hpp"
+#include "unit/temp_files.hpp"
 
 namespace raw = gilspy::raw;
 namespace cv = gilspy::convert;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_stack_records {
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gilspy_stacks_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gilspy::test::slurp;
+using gilspy::test::spit;
+using gilspy::test::TempDir;
 
 raw::Meta meta() {
   raw::Meta m;
@@ -325,3 +311,5 @@ TEST_CASE("trace check: frame slices may nest inside the slice they start in, no
                  R"(,{"ph":"X","cat":"gil","name":"hold_gil","pid":1,"tid":2,"ts":20.0,"dur":5.0},)" +
                  frame(20.0, 4.998)) == 0);
 }
+
+}  // namespace unit_stack_records

@@ -26,6 +26,8 @@
 using namespace gilspy;
 using gilspy::testing::FakePython;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_stack_sampler {
 namespace {
 
 layouts::StackLayout table(int minor) {
@@ -716,3 +718,5 @@ TEST_CASE("stack sampler: a names step for threads that have ended since reads n
   sampler.work(sampler::monotonic_ns() + 1'000'000'000);
   CHECK(reader.reads > 0);
 }
+
+}  // namespace unit_stack_sampler

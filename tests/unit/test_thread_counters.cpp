@@ -22,6 +22,8 @@ using namespace gilspy;
 using namespace gilspy::sampler;
 using raw::GilRole;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_thread_counters {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -469,3 +471,5 @@ TEST_CASE(
   for (const auto& s : samples(q)) cpu_102 += s.tid == 102 ? s.cpu_ns : 0;
   CHECK(cpu_102 == 3 * kMs);
 }
+
+}  // namespace unit_thread_counters

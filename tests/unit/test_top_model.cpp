@@ -10,6 +10,8 @@
 namespace top = gilspy::top;
 using top::Role;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_top_model {
 namespace {
 
 constexpr int64_t ms(double v) { return static_cast<int64_t>(v * 1'000'000); }
@@ -326,3 +328,5 @@ TEST_CASE("top model: a thread's end brings its final variance into the last win
   s = m.snapshot(ms(2000));
   CHECK(find(s, kTid)->interval.share_ci95 == doctest::Approx(1.96 * 0.012 / 0.5));
 }
+
+}  // namespace unit_top_model

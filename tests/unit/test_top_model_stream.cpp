@@ -12,6 +12,8 @@
 
 namespace top = gilspy::top;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_top_model_stream {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -144,3 +146,5 @@ TEST_CASE("top model stream: ticks and snapshots out of step -> no window over-c
     CHECK(hold_sum <= static_cast<double>(truth) + 1e4);
   }
 }
+
+}  // namespace unit_top_model_stream

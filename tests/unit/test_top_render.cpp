@@ -14,6 +14,8 @@
 
 namespace top = gilspy::top;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_top_render {
 namespace {
 
 top::ThreadRow thread(int64_t tid, std::string name, double hold, double wait, bool ended = false) {
@@ -296,3 +298,5 @@ TEST_CASE("format: durations and rates") {
   CHECK(top::format_rate(2.5) == "2.5");
   CHECK(top::format_rate(523.4) == "523");
 }
+
+}  // namespace unit_top_render

@@ -17,6 +17,8 @@
 
 namespace top = gilspy::top;
 
+// Named per file, so that the unity build can put test files together.
+namespace unit_top_terminal {
 namespace {
 
 // A pseudo-terminal pair; `ok` is false where the machine has none (then the tests that need it say so).
@@ -182,3 +184,5 @@ TEST_CASE("colour only on a terminal, without NO_COLOR, not on a dumb terminal")
   close(pipefd[0]);
   close(pipefd[1]);
 }
+
+}  // namespace unit_top_terminal
