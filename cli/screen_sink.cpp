@@ -44,7 +44,10 @@ int64_t ScreenSink::now_ns() const {
 void ScreenSink::take_snapshot(bool last) {
   const int64_t at = *tick_ns_;
   tick_ns_.reset();
-  on_snapshot_(model_.snapshot(at), last);
+  top::TopSnapshot s = model_.snapshot(at);
+  if (last && shown_) s = top::keep_last_interval(*shown_, std::move(s));
+  shown_ = s;
+  on_snapshot_(std::move(s), last);
 }
 
 void ScreenSink::flush_tick() {

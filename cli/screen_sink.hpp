@@ -45,6 +45,8 @@ class ScreenSink final : public Sink {
 
   OnSnapshot on_snapshot_;
   top::TopModel model_{0};
+  std::optional<top::TopSnapshot>
+      shown_;              // the last snapshot handed out (the last screen may keep its interval)
   int64_t anchor_ns_ = 0;  // CLOCK_MONOTONIC of the session's time 0
   bool anchored_ = false;
   // A stats tick whose records are coming in: the snapshot is taken at its time once they are all in.

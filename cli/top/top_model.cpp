@@ -217,4 +217,26 @@ void TopModel::reset(int64_t now_ns) {
   }
 }
 
+TopSnapshot keep_last_interval(const TopSnapshot& shown, TopSnapshot final) {
+  const bool polled = std::any_of(final.processes.begin(), final.processes.end(),
+                                  [](const ProcessRow& p) { return p.interval.poll_rate_hz.has_value(); });
+  if (polled || shown.processes.empty()) return final;
+  final.interval_start_ns = shown.interval_start_ns;
+  final.now_ns = std::max(shown.now_ns, final.interval_start_ns);
+  for (ProcessRow& p : final.processes) {
+    const auto before = std::find_if(shown.processes.begin(), shown.processes.end(),
+                                     [&](const ProcessRow& q) { return q.id == p.id; });
+    if (before == shown.processes.end()) continue;
+    p.interval = before->interval;
+    for (ThreadRow& t : p.threads) {
+      const auto was = std::find_if(before->threads.begin(), before->threads.end(),
+                                    [&](const ThreadRow& u) { return u.tid == t.tid; });
+      if (was == before->threads.end()) continue;
+      t.interval = was->interval;
+      t.cpu_interval = was->cpu_interval;
+    }
+  }
+  return final;
+}
+
 }  // namespace gilspy::top

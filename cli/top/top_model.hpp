@@ -26,6 +26,12 @@ namespace gilspy::top {
 // An ended thread (or process) is shown, flagged, in this many snapshots after its end, then dropped.
 inline constexpr int kEndedSnapshotsShown = 3;
 
+// The last snapshot of a run whose targets exited (`final`), given the one shown before it (`shown`). When
+// nothing was polled in between (the targets ended right after a tick), the figures of the interval before
+// stand: the last screen shows the last real interval, not an empty one. The totals, the ended flags and the
+// threads that appeared since are the final ones. Otherwise `final` is returned as it is.
+TopSnapshot keep_last_interval(const TopSnapshot& shown, TopSnapshot final);
+
 class TopModel {
  public:
   explicit TopModel(int64_t start_ns);  // the first window and the totals begin here

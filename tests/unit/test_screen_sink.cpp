@@ -109,6 +109,32 @@ TEST_CASE("screen sink: the tick polling ends with is not a snapshot, unless the
   }
 }
 
+TEST_CASE(
+    "screen sink: a target that exits right after a tick ends on that tick's interval, not an empty one") {
+  Fixture f;
+  f.rec(raw::ThreadStart{.tid = 11, .ts = 0, .name = "MainThread"});
+  f.rec(raw::Hold{.tid = 11, .ts = 0, .dur = ms(800)});
+  f.tick(ms(1000), 11, raw::GilRole::kReleased, ms(800));
+  f.drain_end();
+  f.drain_end();  // the tick is shown
+  REQUIRE(f.snaps.size() == 1);
+  f.rec(raw::ThreadEnd{.tid = 11, .ts = ms(1000.2)});
+  f.drain_end(true);
+  f.sink.finish({.stop_reason = "target exited", .end_ns = ms(1000.5), .figures = {}});
+  REQUIRE(f.snaps.size() == 2);
+  const top::TopSnapshot& last = f.snaps[1];
+  CHECK(f.lasts[1]);
+  CHECK(last.processes.at(0).ended);
+  CHECK(thread(last, 11).ended);
+  // The interval shown is the one before the exit (it had polls), not the 0.5 ms after the tick.
+  CHECK(last.interval_start_ns == 0);
+  CHECK(last.now_ns == ms(1000));
+  CHECK(thread(last, 11).interval.hold_share == doctest::Approx(0.8));
+  CHECK(last.processes.at(0).interval.poll_rate_hz.has_value());
+  // The totals run to the end.
+  CHECK(thread(last, 11).total.hold_share == doctest::Approx(0.8).epsilon(0.01));
+}
+
 TEST_CASE("screen sink: a target whose threads have all ended is shown ended while polling goes on") {
   Fixture f;
   f.rec(raw::ThreadStart{.tid = 11, .ts = 0, .name = "MainThread"});
