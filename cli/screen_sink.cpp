@@ -27,13 +27,14 @@ void ScreenSink::start(const SessionTarget& t) {
     anchor_ns_ = t.monotonic_ns;
     anchored_ = true;
   }
-  // The poll loop starts right after the sinks, so its counters are zero at (about) time 0.
+  // Its sampler's counters are zero when its recording begins: at (about) time 0 for the targets of the
+  // start, later for one found while recording.
   model_.add_process({.id = t.id,
                       .pid = t.pid,
                       .command = t.command,
                       .python_version = t.interp->binary.version.text(),
                       .rank = t.rank,
-                      .start_ns = 0});
+                      .start_ns = t.attached_ns});
   live_[t.id];
 }
 
@@ -56,11 +57,12 @@ void ScreenSink::flush_tick() {
 
 void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
   const uint32_t id = t.id;
-  // A tick's records (each target's Stats, then its threads' states) come together; any other record, or
-  // another tick, means the tick is complete.
+  // A tick's records (each target's Stats, its threads' states and its stack statistics, target after target)
+  // come together; any other record, or another tick, means the tick is complete.
   const bool part_of_tick =
       tick_ns_ && std::visit(raw::overloaded{[&](const raw::Stats& s) { return s.ts == *tick_ns_; },
                                              [&](const raw::ThreadState& s) { return s.ts == *tick_ns_; },
+                                             [&](const raw::StackStats& s) { return s.ts == *tick_ns_; },
                                              [](const auto&) { return false; }},
                              r);
   if (tick_ns_ && !part_of_tick) flush_tick();

@@ -76,7 +76,11 @@ void PollLoop::take_commands() {
   for (const Command& c : commands_) {
     switch (c.kind) {
       case Command::Kind::kAddTarget:
-        targets_.push_back({c.sampler, true});  // at most max_targets, reserved: no allocation
+        // at most max_targets, reserved: no allocation
+        targets_.push_back({.sampler = c.sampler,
+                            .live = true,
+                            .late_before = counters_.late.load(std::memory_order_relaxed),
+                            .missed_before = counters_.missed.load(std::memory_order_relaxed)});
         ++live_count_;
         break;
     }
@@ -88,7 +92,7 @@ void PollLoop::take_commands() {
 void PollLoop::emit_stats(int64_t now) {
   const uint64_t late = counters_.late.load(std::memory_order_relaxed);
   const uint64_t missed = counters_.missed.load(std::memory_order_relaxed);
-  for (const Target& t : targets_) t.sampler->emit_stats(now, late, missed);
+  for (const Target& t : targets_) t.sampler->emit_stats(now, late - t.late_before, missed - t.missed_before);
 }
 
 int64_t PollLoop::next_step(int64_t now, Pacing& p) {

@@ -94,6 +94,8 @@ class PollLoop {
   struct Target {
     ProcessSampler* sampler = nullptr;
     bool live = true;
+    // The loop's late and missed counts when the target joined: its stats count those since then only.
+    uint64_t late_before = 0, missed_before = 0;
   };
   // What decides when the next poll comes (the poll thread's, for one run()).
   struct Pacing {

@@ -23,6 +23,13 @@ TopModel::Process& TopModel::process(uint32_t id) {
   for (Process& p : processes_) {
     if (p.info.id == id) return p;
   }
+  if (std::find(dropped_ids_.begin(), dropped_ids_.end(), id) != dropped_ids_.end()) {
+    // A late record of a process no longer shown (its last stats tick, a thread's end): it goes nowhere,
+    // rather than bringing the process back as a nameless one.
+    discarded_ = Process{};
+    discarded_.info.id = id;
+    return discarded_;
+  }
   Process& p = processes_.emplace_back();
   p.info.id = id;
   return p;
@@ -197,7 +204,11 @@ TopSnapshot TopModel::snapshot(int64_t now_ns) {
   s.interval_start_ns = window_start_ns_;
   s.totals_start_ns = totals_start_ns_;
   for (Process& p : processes_) s.processes.push_back(close_process(p, now_ns));
-  std::erase_if(processes_, [](const Process& p) { return p.shown_after_end >= kEndedSnapshotsShown; });
+  std::erase_if(processes_, [this](const Process& p) {
+    if (p.shown_after_end < kEndedSnapshotsShown) return false;
+    dropped_ids_.push_back(p.info.id);
+    return true;
+  });
   window_start_ns_ = now_ns;
   return s;
 }

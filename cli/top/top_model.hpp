@@ -93,6 +93,8 @@ class TopModel {
 
   int64_t window_start_ns_, totals_start_ns_;
   std::vector<Process> processes_;  // a handful: found by a linear search, shown in this order
+  std::vector<uint32_t> dropped_ids_;  // ended and no longer shown (ids are never reused in a session)
+  Process discarded_;                  // where the records of a dropped process go
 };
 
 }  // namespace gilspy::top

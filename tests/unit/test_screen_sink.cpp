@@ -135,6 +135,31 @@ TEST_CASE(
   CHECK(thread(last, 11).total.hold_share == doctest::Approx(0.8).epsilon(0.01));
 }
 
+TEST_CASE("screen sink: one tick of several targets, each with its stack statistics, is one snapshot") {
+  Fixture f;
+  cli::SessionTarget child = f.target;
+  child.id = 4;
+  child.pid = 4243;
+  f.sink.start(child);
+  f.rec(raw::ThreadStart{.tid = 11, .ts = 0, .name = "MainThread"});
+  f.sink.record(child, raw::ThreadStart{.tid = 21, .ts = ms(100), .name = "MainThread"});
+  // The loop's stats tick: each target's Stats, thread states and StackStats, one target after the other.
+  f.tick(ms(1000), 11, raw::GilRole::kHolding, 0);
+  f.rec(raw::StackStats{.ts = ms(1000)});
+  f.sink.record(child, raw::Stats{.ts = ms(1000), .polls = 10});
+  f.sink.record(
+      child, raw::ThreadState{.tid = 21, .ts = ms(1000), .role = raw::GilRole::kHolding, .since = ms(100)});
+  f.sink.record(child, raw::StackStats{.ts = ms(1000)});
+  f.drain_end();
+  f.drain_end();
+  REQUIRE(f.snaps.size() == 1);
+  const top::TopSnapshot& s = f.snaps[0];
+  REQUIRE(s.processes.size() == 2);
+  CHECK(s.processes[0].interval.poll_rate_hz.has_value());
+  CHECK(s.processes[1].interval.poll_rate_hz.has_value());
+  CHECK(s.processes[1].interval.gil_busy_share == doctest::Approx(0.9));  // held from 100 ms of the 1 s
+}
+
 TEST_CASE("screen sink: a target whose threads have all ended is shown ended while polling goes on") {
   Fixture f;
   f.rec(raw::ThreadStart{.tid = 11, .ts = 0, .name = "MainThread"});

@@ -291,6 +291,17 @@ TEST_CASE("top model: an ended process stops counting at its end and goes after 
   CHECK(m.snapshot(ms(4000)).processes.empty());
 }
 
+TEST_CASE("top model: a late record of a process no longer shown does not bring it back nameless") {
+  auto m = model_with_thread();
+  m.process_ended(kId, ms(400));
+  for (int i = 1; i <= top::kEndedSnapshotsShown; ++i) m.snapshot(ms(1000 * i));
+  REQUIRE(m.snapshot(ms(4000)).processes.empty());
+  // Its last stats tick and a thread's end, delivered after it was dropped.
+  m.stats(kId, ms(4100), {.polls = 10});
+  m.thread_ended(kId, kTid, ms(4100));
+  CHECK(m.snapshot(ms(5000)).processes.empty());
+}
+
 TEST_CASE("top model: events before add_process are kept") {
   top::TopModel m(0);
   m.hold(kId, kTid, ms(0), ms(100));
