@@ -55,6 +55,13 @@ std::vector<Line> figure_lines(const ProcessRow& p, bool totals, std::size_t wid
 struct Group {
   std::vector<Line> head;
   std::vector<Line> rows;
+  // head[0] is the process line; the figure lines after it are what a short screen leaves out first.
+  std::size_t figure_lines = 0;
+  // On a short screen: only the process line, the warning if any, and the table heading.
+  void drop_figures() {
+    head.erase(head.begin() + 1, head.begin() + 1 + static_cast<std::ptrdiff_t>(figure_lines));
+    figure_lines = 0;
+  }
 };
 
 Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, bool totals, std::size_t width,
@@ -64,6 +71,7 @@ Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, 
   for (Line& l : figure_lines(p, totals, width)) g.head.push_back(std::move(l));
   if (const auto& gc = (totals ? p.total : p.interval).gc)
     g.head.push_back(Line{{{"  " + gc_row_text(*gc), Style::kPlain}}, false});
+  g.figure_lines = g.head.size() - 1;
   if (!p.warning.empty()) g.head.push_back(Line{{{"  ! " + escape_for_terminal(p.warning), Style::kWarn}}, false});
   g.head.push_back(cpu != nullptr ? cpu_heading(*cpu) : table_heading(layout));
   for (const ThreadRow* t : sorted_threads(p, sort, totals)) {
@@ -117,8 +125,16 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
   }
 
   // Title and help take two rows, each group its head and a blank line before it.
-  std::size_t fixed = 2;
-  for (const Group& g : groups) fixed += g.head.size() + 1;
+  const auto fixed_rows = [&groups] {
+    std::size_t n = 2;
+    for (const Group& g : groups) n += g.head.size() + 1;
+    return n;
+  };
+  // The thread rows are what top is for: a screen too short for a row per process shows no figure lines.
+  if (fixed_rows() + groups.size() > height) {
+    for (Group& g : groups) g.drop_figures();
+  }
+  const std::size_t fixed = fixed_rows();
   const std::vector<std::size_t> alloc = share_rows(groups, height > fixed ? height - fixed : 0);
 
   std::vector<Line> body{title_line(s, o.sort, o.totals, o.paused)};
@@ -136,7 +152,16 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
                           false});
     }
   }
-  body.resize(std::min(body.size(), height - 1));
+  if (body.size() > height - 1) {
+    // Still too short (many processes): what does not fit is counted on the last row.
+    const std::size_t kept = height >= 3 ? height - 2 : 0;
+    const std::size_t cut = body.size() - kept;
+    body.resize(kept);
+    if (height >= 2) {
+      body.push_back(Line{
+          {{fmt::format("... {} more lines (a taller terminal shows them)", cut), Style::kPlain}}, false});
+    }
+  }
   for (const Line& l : body) out.push_back(emit(l, width, o.colour));
   out.push_back(emit(Line{{{help_text(width), Style::kBold}}, false}, width, o.colour));
   return out;

@@ -119,6 +119,28 @@ TEST_CASE("render: no line wider than the terminal, no more lines than rows, at 
   }
 }
 
+TEST_CASE("render: a short screen keeps thread rows (or says how many are hidden) before the figure lines") {
+  // 40x10 showed the process's figure lines wrapped over the whole screen, no thread row and no hint.
+  const top::TopSnapshot one = sample(5, 1);
+  const auto lines = top::render_screen(one, {40, 10});
+  REQUIRE(lines.size() <= 10);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  INFO(all);
+  CHECK(all.find("8050") != std::string::npos);  // the process line stays
+  CHECK(all.find("TID") != std::string::npos);   // and its table
+  const bool row_or_hint =
+      all.find("worker") != std::string::npos || all.find("more threads") != std::string::npos;
+  CHECK(row_or_hint);
+  // A screen that cannot even hold every process's head says what it cut.
+  const auto tiny = top::render_screen(sample(5, 4), {40, 8});
+  REQUIRE(tiny.size() <= 8);
+  std::string cut;
+  for (const auto& l : tiny) cut += l + "\n";
+  INFO(cut);
+  CHECK(cut.find("more lines") != std::string::npos);
+}
+
 TEST_CASE("render: a narrow terminal drops the least important columns, a wide one shows them all") {
   const top::TopSnapshot s = sample();
   const std::string wide = heading(top::render_screen(s, {200, 24}));
