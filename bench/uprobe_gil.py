@@ -104,7 +104,7 @@ def probe_specs(kind, lib, names):
     return f"{kind}:{lib}:{base}*"
 
 
-def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, lockword=None):
+def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, lockword=None, cost_probe=None):
     """The bpftrace script. The window starts lead_ns after every probe is attached (BEGIN) and lasts
     window_ns; bpftrace exits tail_ns after it ends. BEGIN prints the attach time, so the caller knows
     S = attach + lead_ns exactly, and can start the tool it compares after seeing it.
@@ -115,7 +115,14 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
     on pthread_cond_signal filtered on those two addresses marks both moments. take_gil's entry still starts
     the wait. This is what a reader of the GIL struct (gilspy) can see: drop_gil can block on gil->mutex
     for milliseconds after its entry on a loaded machine while the GIL stays locked, and the uretprobe's
-    own ~1 µs lands after locked = 1."""
+    own ~1 µs lands after locked = 1.
+
+    cost_probe=(libc, pthread_cond_signal address, gil address), with the function boundaries as truth: also
+    measure what the probes' own handlers add to each hold as a reader of the lock word sees it. take_gil stores
+    locked = 1 (and signals switch_cond) before it returns into the uretprobe's trap, and drop_gil's entry
+    handler runs on after its timestamp before drop_gil stores locked = 0 (and signals cond). Maps
+    @take_after_lock / @takes_lock and @drop_before_unlock / @drops_lock: the sums of those spans and their
+    counts, with the very handlers the measurement runs (compare.py calibrates on a lone thread)."""
     take_entry = probe_specs("uprobe", lib, takes)
     take_ret = probe_specs("uretprobe", lib, takes)
     drop_entry = probe_specs("uprobe", lib, drops)
@@ -174,6 +181,16 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
                       f"  $now = nsecs;\n  if (arg0 == {switch_cond}) {{{start_hold}  }} else {{ {ev_drop}{end_hold}  }}\n}}\n")
     else:
         ret_body, drop_body, ev_drop_fn, lock_probe = start_hold, end_hold, ev_drop, ""
+        if cost_probe:
+            libc, sig_addr, gil = cost_probe
+            cond, switch_cond = gil + 32, gil + 120
+            ret_body += ("  if (@tl[tid]) { @take_after_lock = sum($now - @tl[tid]); @takes_lock = count(); "
+                         "delete(@tl[tid]); }\n")
+            drop_body += "  @de[tid] = $now;\n"
+            lock_probe = (f"uprobe:{libc}:{hex(sig_addr)} /pid == {P} && (arg0 == {switch_cond} || arg0 == {cond})/ {{\n"
+                          f"  if (arg0 == {switch_cond}) {{ @tl[tid] = nsecs; }}\n"
+                          f"  else if (@de[tid]) {{ @drop_before_unlock = sum(nsecs - @de[tid]); @drops_lock = count(); "
+                          f"delete(@de[tid]); }}\n}}\n")
     return f"""
 BEGIN {{
   @t0 = nsecs; @S = @t0 + {int(lead_ns)}; @E = @S + {int(window_ns)}; @X = @E + {int(tail_ns)};
@@ -210,8 +227,10 @@ class UprobeTracer:
     start(), then wait_attached() (sets .start_ns / .end_ns), later result() (which waits for the exit)."""
 
     def __init__(self, pid, lead_s, window_s, tail_s=0.05, lib=None, bpftrace="bpftrace", events=False,
-                 gil_addr=None):
-        """gil_addr: time holds by the GIL's lock word (see program()), given the GIL struct's address."""
+                 gil_addr=None, cost_gil_addr=None):
+        """gil_addr: time holds by the GIL's lock word (see program()), given the GIL struct's address.
+        cost_gil_addr: keep the function boundaries, and measure the probes' cost against the lock word too
+        (program()'s cost_probe; result()['probe_cost'])."""
         self.pid = pid
         self.events = events
         self.lead_ns = int(lead_s * 1e9)
@@ -229,6 +248,10 @@ class UprobeTracer:
         if gil_addr:
             libc, sig = libc_cond_signal(pid)
             self.lockword = (libc, sig, int(gil_addr))
+        self.cost_probe = None
+        if cost_gil_addr:
+            libc, sig = libc_cond_signal(pid)
+            self.cost_probe = (libc, sig, int(cost_gil_addr))
         self.proc = None
         self.lines = []
         self.attached = threading.Event()
@@ -239,7 +262,7 @@ class UprobeTracer:
         fd, self.script = tempfile.mkstemp(prefix="gilspy-uprobe-", suffix=".bt")
         with os.fdopen(fd, "w") as f:
             f.write(program(self.pid, self.lib, self.takes, self.drops, self.lead_ns, self.window_ns, self.tail_ns,
-                            self.events, self.lockword))
+                            self.events, self.lockword, self.cost_probe))
         env = dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536")
         self.proc = subprocess.Popen([self.bpftrace, "-f", "json", self.script], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
@@ -319,6 +342,10 @@ class UprobeTracer:
         if "@t0" not in maps:
             raise Unavailable(f"bpftrace printed no maps (exit {self.proc.returncode}): {self.stderr_text()}")
         res = aggregate(maps, self.start_ns, self.end_ns, self.attached_ns)
+        if self.cost_probe and maps.get("@takes_lock") and maps.get("@drops_lock"):
+            res["probe_cost"] = {"take_ns": maps["@take_after_lock"] / maps["@takes_lock"],
+                                 "drop_ns": maps["@drop_before_unlock"] / maps["@drops_lock"],
+                                 "takes": maps["@takes_lock"], "drops": maps["@drops_lock"]}
         if self.events:
             res["events"] = self.transitions()
         return res
