@@ -70,7 +70,8 @@ Runner add_record_command(CLI::App& app) {
   cmd->add_flag("--no-status", *no_status, "No live status line on the terminal");
   cmd->add_flag("--json", opts->json,
                 "Results for programs instead of the summary: JSON lines on stdout, one when recording has "
-                "started, one per process found later, and at the end the files and summary per process");
+                "started, one per process found later, and at the end the files and summary per process. A "
+                "program gilspy launches writes its own stdout to stderr then, so that stdout stays JSON");
   return [opts, targets, no_status, file_mode, thread_rows] {
     opts->file_mode = parse_file_mode_option(*file_mode);
     opts->summary_threads = parse_thread_rows(*thread_rows);

@@ -30,7 +30,9 @@ Runner add_top_command(CLI::App& app) {
       "-b,--batch", opts->batch,
       "Print a plain snapshot every interval instead of the live screen (the default when stdout is "
       "not a terminal)");
-  cmd->add_flag("--json", opts->json, "Batch mode, one JSON object per snapshot per line");
+  cmd->add_flag("--json", opts->json,
+                "Batch mode, one JSON object per snapshot per line (a program gilspy launches writes its own "
+                "stdout to stderr then, so that stdout stays JSON)");
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Also write the raw files and Chrome traces (as `gilspy record` does) into this directory");
   return [opts, targets] {

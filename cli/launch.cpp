@@ -16,13 +16,18 @@
 
 namespace gilspy::cli {
 
-pid_t launch(const std::vector<std::string>& command) {
+pid_t launch(const std::vector<std::string>& command, bool stdout_to_stderr) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(ErrorKind::kIo, std::string("pipe: ") + std::strerror(errno));
   const pid_t child = ::fork();
   if (child < 0) throw Error(ErrorKind::kIo, std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
     ::signal(SIGPIPE, SIG_DFL);  // gilspy ignores it (main.cpp); an ignored signal would stay so across exec
+    if (stdout_to_stderr && ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      const int err = errno;
+      (void)!::write(fds[1], &err, sizeof err);
+      ::_exit(127);
+    }
     std::vector<char*> argv;
     for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

@@ -12,7 +12,8 @@
 namespace gilspy::cli {
 
 // Starts `command` (PATH lookup); an exec failure comes back as Error(kUsage) through a close-on-exec pipe.
-pid_t launch(const std::vector<std::string>& command);
+// `stdout_to_stderr`: the program writes its stdout to the same place as gilspy's stderr.
+pid_t launch(const std::vector<std::string>& command, bool stdout_to_stderr = false);
 
 // A wait status as a shell would report it: the exit code, 128 + N for signal N.
 int exit_status_of(int status);

@@ -154,7 +154,7 @@ struct Session::Impl {
 
 void Session::Impl::attach() {
   if (launch_mode()) {
-    child = launch(options.command);
+    child = launch(options.command, options.program_stdout_to_stderr);
     RunningTarget& t = add_target(child);
     try {
       t.interp =

@@ -51,6 +51,9 @@ struct SessionOptions {
   // perf counters on every thread (`--counters`; empty: the scheduler figures only, which are always read).
   // Those this machine cannot count are named once through `note`; the recording goes on with the rest.
   std::vector<raw::CounterKind> counters;
+  // Launch mode: the program's stdout goes to gilspy's stderr, so that what it prints cannot interleave with
+  // gilspy's own stdout when that is a stream of JSON lines (--json).
+  bool program_stdout_to_stderr = false;
 };
 
 // A process that was to be recorded and is not: a pid of several named (-p) that cannot be read (gone, not

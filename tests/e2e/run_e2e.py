@@ -1004,6 +1004,32 @@ def scenario_top_target_exits(gilspy, python):
     finally:
         w.kill()
 
+    # Launch mode with --json: the program's own prints stay off gilspy's stdout (they go to its stderr), and
+    # the last snapshot keeps the last real interval, not the few ms between the last tick and the exit.
+    program = ("import threading, time\n"
+               "print('a line from the program', flush=True)\n"
+               "def spin():\n"
+               "    end = time.monotonic() + 2.2\n"
+               "    while time.monotonic() < end: pass\n"
+               "ts = [threading.Thread(target=spin) for _ in range(2)]\n"
+               "[t.start() for t in ts]; [t.join() for t in ts]\n"
+               "print('the program ends', flush=True)\n")
+    out = run_gilspy(gilspy, "top", "--json", "--interval", 0.5, "--", python, "-c", program, timeout=30)
+    snaps = top_json_lines(out)  # every stdout line parses as JSON
+    check("a line from the program" in out.stderr and "the program ends" in out.stderr,
+          f"the program's stdout did not reach gilspy's stderr: {out.stderr!r}")
+    check(len(snaps) >= 3, f"only {len(snaps)} snapshots of a 2.2 s program at --interval 0.5")
+    last = snaps[-1]
+    check(last["processes"][0]["ended"], "the last snapshot does not show the program ended")
+    check(last["interval_s"] >= 0.1, f"the last snapshot covers {last['interval_s']} s: an empty interval")
+    busiest = max(t["interval"]["hold"] for t in last["processes"][0]["threads"])
+    check(busiest > 0.2, f"the last snapshot's interval has no holder ({busiest:.1%}): not the last real interval")
+    d = tempfile.mkdtemp(prefix="gilspy-json-")
+    out = run_gilspy(gilspy, "record", "--json", "-o", d, "--", python, "-c", program, timeout=30, check_rc=0)
+    lines = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    check(len(lines) >= 2, f"record --json printed {len(lines)} lines")
+    check("a line from the program" in out.stderr, f"record: the program's stdout is not on stderr: {out.stderr!r}")
+
 
 # --- hardening: shared output folders, concurrent recorders, corrupt input, a full disk -----------------------
 
