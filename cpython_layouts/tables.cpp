@@ -104,9 +104,12 @@ const Layout& layout_for(const elf::PyVersion& version) {
       if (l.minor == version.minor) return l;
     }
   }
-  throw Error(ErrorKind::kUnsupportedVersion,
-              "Python " + version.text() + " is not supported by gilspy (it supports CPython " + supported_range() +
-                  (version.major == 3 && version.minor >= 14 ? "; 3.14+ is read through _Py_DebugOffsets" : "") + ")");
+  throw Error(
+      ErrorKind::kUnsupportedVersion,
+      "Python " + version.text() + ", which gilspy does not support (it supports CPython " +
+          supported_range() +
+          (version.major == 3 && version.minor >= 14 ? "; 3.14+ is read through _Py_DebugOffsets" : "") +
+          ")");
 }
 
 GlibcLayout glibc_layout_for(int major, int minor) {

@@ -24,7 +24,15 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   // The runtime's first bytes hold _Py_DebugOffsets where the version publishes them.
   std::vector<uint8_t> head(layouts::runtime_head_size(binary.version));
   if (!head.empty()) reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
-  in.layout = layouts::resolve_layout(binary.version, head);
+  try {
+    in.layout = layouts::resolve_layout(binary.version, head);
+  } catch (const Error& e) {
+    // "process N runs Python 3.7.16, which gilspy does not support (...)", as elfutils says of 2.7 and 3.6.
+    if (e.kind() != ErrorKind::kUnsupportedVersion) throw;
+    const std::string what = e.what();
+    throw Error(ErrorKind::kUnsupportedVersion,
+                "process " + std::to_string(pid) + (what.rfind("Python ", 0) == 0 ? " runs " : ": ") + what);
+  }
   try {
     in.stack_layout = layouts::resolve_stack_layout(binary.version, head);
     if (!in.stack_layout.known) in.stack_problem = "gilspy knows no frame layout for Python " + binary.version.text();
