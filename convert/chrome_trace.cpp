@@ -441,9 +441,7 @@ class InputConverter {
     }
     pending_gc_.clear();
     tracks_.finish();
-    for (auto& [tid, l] : lanes_) {
-      if (!l.named) name_lane(tid, l, fmt::format("thread {}", tid));
-    }
+    write_lane_names();
     report_.records = result.records;
     report_.complete = result.complete;
     report_.corrupt = result.corrupt;
@@ -610,12 +608,19 @@ class InputConverter {
     return it->second;
   }
 
-  void name_lane(int64_t tid, Lane& l, const std::string& name) {
-    out_.metadata("thread_name", pid_, tid, offset_ns_, "name", json_string(name));
-    if (!l.named)
-      out_.metadata("thread_sort_index", pid_, tid, offset_ns_, "sort_index", std::to_string(l.sort_index));
+  // A lane's name is written once, at the end (write_lane_names()): a viewer shows one name per lane, and the
+  // Python name (a ThreadName record) comes after the thread's start.
+  void name_lane(int64_t /*tid*/, Lane& l, const std::string& name) {
     l.name = name;
     l.named = true;
+  }
+
+  void write_lane_names() {
+    for (auto& [tid, l] : lanes_) {
+      if (!l.named) name_lane(tid, l, fmt::format("thread {}", tid));
+      out_.metadata("thread_name", pid_, tid, offset_ns_, "name", json_string(l.name));
+      out_.metadata("thread_sort_index", pid_, tid, offset_ns_, "sort_index", std::to_string(l.sort_index));
+    }
   }
 
   EventWriter& out_;

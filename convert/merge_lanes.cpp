@@ -38,15 +38,22 @@ class MergeLanes final : public LanePlacement {
   }
 
   std::string lane_name(int64_t tid, const std::string& name_json) override {
+    const json given = json::parse(name_json, nullptr, false);
     const auto t = threads_.find(tid);
     if (t != threads_.end()) {
+      // The lane's final name (its Python name once read), else the one of its start.
+      std::string full = given.is_string() ? given.get<std::string>() : std::string();
+      // A container's own tid (the lane's number with namespace ids) is not repeated in its name.
+      if (const auto at = full.rfind(" [tid ");
+          at != std::string::npos && full.ends_with(" in its PID namespace]"))
+        full.erase(at);
+      const std::string shown_name = given.is_string() ? short_thread_name(tid, full) : t->second.name;
       std::string name = "GIL " + std::to_string(t->second.shown);
-      if (!t->second.name.empty()) name += " (" + t->second.name + ")";
+      if (!shown_name.empty()) name += " (" + shown_name + ")";
       return json(name).dump(-1, ' ', false, json::error_handler_t::replace);
     }
     // The recording's own lanes (the process lane, "GIL waiters", ...): "GIL" in front when not there
     // already.
-    const json given = json::parse(name_json, nullptr, false);
     std::string name = given.is_string() ? given.get<std::string>() : "lane";
     if (tid == 0) name = "process";
     if (name.rfind("GIL", 0) != 0) name = "GIL " + name;

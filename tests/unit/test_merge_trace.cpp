@@ -362,6 +362,18 @@ TEST_CASE(
   for (const ojson* e : named(m, "M", "thread_name")) lanes[(*e)["tid"]] = (*e)["args"]["name"];
   CHECK(lanes[cv::kGilTidBase + 3553] == "GIL 3553 (worker)");
   CHECK(lanes[cv::kGilTidBase + 1074] == "GIL 1074 (MainThread)");
+  // The Python name, read after the thread started, names the merged lane (it was lost: "GIL 3553 (worker)"
+  // stayed the OS name).
+  std::vector<raw::Record> named_later = two_threads(880001, 880007, 3553, 1074);
+  named_later.insert(
+      named_later.begin() + 2,
+      raw::ThreadName{.tid = 880007, .ts = 100, .name = "preprocess", .text_id = 0, .os_name = ""});
+  write_raw(rec, meta, named_later);
+  cv::merge_into_trace({rec}, dir / "named.json", {.trace = trace});
+  const Merged n = check_merge(trace, dir / "named.json", 1074);
+  lanes.clear();
+  for (const ojson* e : named(n, "M", "thread_name")) lanes[(*e)["tid"]] = (*e)["args"]["name"];
+  CHECK(lanes[cv::kGilTidBase + 3553] == "GIL 3553 (preprocess)");
   // --pid-namespace host: the host pid only, which the trace does not have.
   CHECK_THROWS_AS(
       cv::merge_into_trace({rec}, dir / "y.json", {.trace = trace, .pid_namespace = cv::PidNamespace::kHost}),

@@ -257,14 +257,20 @@ TEST_CASE("trace: a hold names its function and carries its stack; frames nest i
   const json doc = json::parse(text);
   std::vector<json> hold_a, frames_a;
   std::map<int64_t, std::string> lanes;
+  std::map<int64_t, int> names_per_lane;  // one each: the Python name, not also the start's "thread 501"
   for (const json& e : doc["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "thread_name") lanes[e["tid"]] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      lanes[e["tid"]] = e["args"]["name"];
+      ++names_per_lane[e["tid"]];
+    }
     if (e["ph"] != "X" || e["tid"] != 501) continue;
     if (e["name"] == "hold_gil") hold_a.push_back(e);
     if (e["cat"] == "stack") frames_a.push_back(e);
   }
   CHECK(lanes[501] == "A");
   CHECK(lanes[502] == "B (b-os)");
+  for (const auto& [tid, n] : names_per_lane)
+    CHECK_MESSAGE(n == 1, "lane " << tid << " named " << n << " times");
   REQUIRE(hold_a.size() == 1);
   CHECK(hold_a[0]["args"]["function"] == "hog");
   CHECK(hold_a[0]["args"]["line"] == 5);
