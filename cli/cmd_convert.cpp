@@ -147,6 +147,11 @@ void print_input_warnings(const convert::ConvertReport& report) {
 
 // --merge-into TRACE: the GIL lanes into a profiler's trace (convert/merge_trace.hpp).
 int run_merge(const ConvertOptions& o) {
+  if (o.format != "trace") {
+    throw Error(ErrorKind::kUsage,
+                "--format " + o.format + " does not go with --merge-into, which writes a trace: convert once "
+                "with --merge-into and once with --format " + o.format);
+  }
   if (o.output.empty()) {
     throw Error(ErrorKind::kUsage,
                 "with --merge-into, name the merged trace with -o/--output (.json or .json.gz)");

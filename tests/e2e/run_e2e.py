@@ -575,6 +575,11 @@ def scenario_convert_bad_input(gilspy, python):
         check(open(rec, "rb").read() == good, f"-i {given} -o rec.json: the recording was changed")
     out = run_gilspy(gilspy, "convert", "-i", rec, "--merge-into", rec, "-o", rec)
     one_line_error(out, "also an input")
+    # --format collapsed writes no trace: refused with --merge-into (it was ignored), nothing written.
+    out = run_gilspy(gilspy, "convert", "-i", rec, "--merge-into", os.path.join(d, "p.json"), "--format",
+                     "collapsed", "-o", os.path.join(d, "m.json"))
+    one_line_error(out, "--format collapsed", "--merge-into")
+    check(not os.path.exists(os.path.join(d, "m.json")), "--format collapsed --merge-into wrote a file")
     # A FIFO nobody writes to would block a reader for ever; a folder is not a recording.
     fifo = os.path.join(d, "fifo.json")
     os.mkfifo(fifo)
