@@ -129,8 +129,9 @@ void append_counter_table(std::string& out, const raw::SummaryBuilder& summary, 
   }
   if (shown == 0) out += "    (no thread of the table held or waited for the GIL with counter figures)\n";
   if (left_out > 0) {
-    fmt::format_to(std::back_inserter(out), "  + {} more threads that held or waited (--threads all for every thread)\n",
-                   left_out);
+    fmt::format_to(std::back_inserter(out),
+                   "  + {} more thread{} that held or waited (--threads all for every thread)\n", left_out,
+                   left_out == 1 ? "" : "s");
   }
   out +=
       "  CPU % and RUNQ %: of the time in that role; a waiter with a high RUNQ % is starved of CPU, not of "

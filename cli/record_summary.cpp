@@ -147,8 +147,8 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
   if (table.rest_threads > 0) {
     fmt::format_to(
         std::back_inserter(out),
-        "  + {} more threads: {:.1f} % hold, {:.1f} % wait (of their lifetimes taken together)\n",
-        table.rest_threads,
+        "  + {} more thread{}: {:.1f} % hold, {:.1f} % wait (of their lifetimes taken together)\n",
+        table.rest_threads, table.rest_threads == 1 ? "" : "s",
         percent_of(static_cast<double>(table.rest_hold_ns), static_cast<double>(table.rest_life_ns)),
         percent_of(static_cast<double>(table.rest_wait_ns), static_cast<double>(table.rest_life_ns)));
   }

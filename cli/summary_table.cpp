@@ -11,6 +11,8 @@ namespace gilspy::cli {
 namespace {
 
 constexpr size_t kMinGroup = 3;  // fewer threads of a pattern say more on their own rows
+// A thread whose hold + wait is under 1/2000 of its life shows as 0.0 % and 0.0 %: idle.
+constexpr int64_t kIdleShareInverse = 2000;
 
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -130,7 +132,16 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
     table.grouped = true;
   }
   std::sort(rows.begin(), rows.end(), busier);
-  if (max_rows > 0 && rows.size() > max_rows) {
+  // Threads that neither held nor waited (0.0 / 0.0 on their row) say nothing on a row of their own: they
+  // join the rest line, after every thread that did.
+  const auto idle = [](const SummaryRow& r) {
+    return (r.hold_ns + r.wait_ns) * kIdleShareInverse < r.life_ns;
+  };
+  const auto first_idle =
+      std::stable_partition(rows.begin(), rows.end(), [&](const SummaryRow& r) { return !idle(r); });
+  const bool limited = max_rows > 0;
+  if (limited) max_rows = std::min<size_t>(max_rows, static_cast<size_t>(first_idle - rows.begin()));
+  if (limited && rows.size() > max_rows) {
     for (auto it = rows.begin() + static_cast<std::ptrdiff_t>(max_rows); it != rows.end(); ++it) {
       table.rest_threads += it->threads;
       table.rest_hold_ns += it->hold_ns;

@@ -83,6 +83,25 @@ TEST_CASE("summary table: busiest (hold + wait) first, the rest summed on one li
   }));
 }
 
+TEST_CASE("summary table: threads that neither held nor waited join the rest line, not rows of 0.0 / 0.0") {
+  std::vector<ThreadSummary> threads;
+  threads.push_back(thread(1, "MainThread", 0, 10 * kSecond, 0, 0));  // joined the workers at once
+  threads.push_back(thread(2, "worker", 0, 10 * kSecond, 5 * kSecond, 4 * kSecond));
+  threads.push_back(thread(3, "logger", 0, 10 * kSecond, 1'000'000, 0));  // 0.01 %: shows as 0.0 / 0.0
+  threads.push_back(thread(4, "short", 0, 8'000'000, 4'000'000, 0));      // 8 ms, half of it held
+  const auto table = build_summary_table(threads, 10 * kSecond, 20);
+  REQUIRE(table.rows.size() == 2);
+  CHECK(table.rows[0].tid == 2);
+  CHECK(table.rows[1].tid == 4);
+  CHECK(table.rest_threads == 2);
+  CHECK(table.rest_hold_ns == 1'000'000);
+  // All idle: no row at all, every thread in the rest line; --threads all still lists each.
+  const auto none = build_summary_table({threads[0], threads[2]}, 10 * kSecond, 20);
+  CHECK(none.rows.empty());
+  CHECK(none.rest_threads == 2);
+  CHECK(build_summary_table(threads, 10 * kSecond, 0).rows.size() == 4);
+}
+
 TEST_CASE("summary table: short-lived threads of one name pattern become one row") {
   std::vector<ThreadSummary> threads;
   threads.push_back(thread(1, "MainThread", 0, 5 * kSecond, 1 * kSecond, 0));
@@ -165,7 +184,7 @@ Recorded recording(int n, const std::string& name_of_first = "") {
     const std::string name =
         i == 0 && !name_of_first.empty() ? name_of_first : "thread " + std::to_string(tid);
     r.summary.add(gilspy::raw::ThreadStart{.tid = tid, .ts = 0, .tstate = 2, .name = name});
-    r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 1000, .dur = (i + 1) * 1'000'000});
+    r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 1000, .dur = (i + 1) * 10'000'000});
     r.summary.add(gilspy::raw::ThreadEnd{.tid = tid, .ts = 10 * kSecond});
   }
   r.summary.add(gilspy::raw::Stats{
@@ -200,9 +219,9 @@ TEST_CASE("record summary: 300 threads fit a screen and name the busiest; --thre
   CHECK(contains(text, "thread 399"));  // the busiest
   CHECK(contains(text, "thread 380"));  // the 20th
   CHECK_FALSE(contains(text, "thread 379 "));
-  // 279 workers and MainThread. Worker i lives 10 s and holds (i + 1) ms; MainThread's life is 0.
+  // 279 workers and MainThread. Worker i lives 10 s and holds (i + 1) * 10 ms; MainThread's life is 0.
   double rest_hold = 0;
-  for (int i = 0; i < 280; ++i) rest_hold += (i + 1) * 1e6;
+  for (int i = 0; i < 280; ++i) rest_hold += (i + 1) * 1e7;
   CHECK(contains(
       text, fmt::format("+ 281 more threads: {:.1f} % hold, 0.0 % wait (of their lifetimes taken together)",
                         100 * rest_hold / (280 * 10e9))));
