@@ -1,6 +1,6 @@
 #pragma once
 // Child Python processes of the recorded targets that are not recorded themselves (multiprocessing workers,
-// a launcher's ranks): `record` says so once at the end, with the -p that would record them. They are looked
+// a launcher's ranks): `record` says so once at the end, with what would record them. They are looked
 // for while the recording runs, as a child may come and go, or outlive a parent that exits first.
 #include <sys/types.h>
 
@@ -8,18 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "cli/children_note.hpp"
 #include "cli/sink.hpp"
 
 namespace gilspy::cli {
 
-// "" when `unrecorded` is empty; else one line naming them and the -p that records them with `recorded`
-// (launch mode cannot add -p to the command: it says to record them on their own while they run).
-std::string unrecorded_children_note(const std::vector<pid_t>& recorded, const std::set<pid_t>& unrecorded,
-                                     bool launch_mode);
-
 class ChildWatchSink final : public Sink {
  public:
-  void start(const SessionTarget& target) override { targets_.push_back(target.pid); }
+  void start(const SessionTarget& target) override {
+    targets_.push_back(target.pid);
+    unrecorded_.erase(target.pid);  // --subprocesses: seen by a scan before it was attached
+  }
   void record(const SessionTarget&, const raw::Record&) override {}
   void stats(const LiveStats& live) override;  // a scan every 2 s (40 drains)
   void finish(const SessionEnd&) override { scan(); }

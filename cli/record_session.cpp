@@ -97,7 +97,8 @@ int run_record(const RecordOptions& o) {
   const SessionOutcome outcome = session.run();
   std::vector<pid_t> recorded;
   for (const SessionTarget* t : session.targets()) recorded.push_back(t->pid);
-  const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched);
+  const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched,
+                                                    o.discover == Discover::kDescendants);
   if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());  // never throws
   ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
   // A pid asked for and not recorded (named at the start) is not a recording that ended as asked.

@@ -239,7 +239,21 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
     throw Error(ErrorKind::kElf,
                 "process " + std::to_string(pid) + " looks like Python, but " + unreadable_python);
   }
-  std::string what = looked_at.empty() ? "no executable or library mapped" : "";
+  if (looked_at.empty()) {
+    // Nothing mapped at all: a process that has just exited (a zombie until its parent reaps it, such as a
+    // child gilspy found as it ended), or a kernel thread.
+    const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto paren = stat ? stat->rfind(')') : std::string::npos;
+    const char state = paren != std::string::npos && paren + 2 < stat->size() ? (*stat)[paren + 2] : '?';
+    if (!stat || state == 'Z' || state == 'X') {
+      throw Error(ErrorKind::kNoSuchProcess,
+                  "process " + std::to_string(pid) + " exited while gilspy attached");
+    }
+    throw Error(ErrorKind::kNotPython, "process " + std::to_string(pid) +
+                                           " is not a CPython 3 process (it maps no executable or library: a "
+                                           "kernel thread?)");
+  }
+  std::string what;
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;
   throw Error(ErrorKind::kNotPython,
               "process " + std::to_string(pid) + " is not a CPython 3 process (no _PyRuntime in " + what + ")");

@@ -633,6 +633,14 @@ def scenario_not_python(gilspy, python):
     finally:
         p.kill()
         p.wait()
+    # A process that has exited and is not reaped yet (a zombie maps nothing): said to have exited, not to be
+    # "not a CPython process (no _PyRuntime in no executable or library mapped)".
+    z = subprocess.Popen(["true"])
+    try:
+        time.sleep(0.3)  # exited by now; not waited for
+        one_line_error(run_gilspy(gilspy, "info", "-p", z.pid), f"process {z.pid} exited")
+    finally:
+        z.wait()
 
 
 def scenario_long_switch_interval(gilspy, python):

@@ -155,7 +155,8 @@ def scenario_launch_children(gilspy, python):
     child = re.search(r"^child (\d+)$", text, re.M)
     check(child, f"the program's child pid is not in its output:\n{text}")
     pid = child.group(1)
-    check(f"child Python process {pid} was not recorded; record them with 'gilspy record -p {pid}'" in stderr,
+    check(f"child Python process {pid} was not recorded; --subprocesses records children too (or 'gilspy record "
+          f"-p {pid}' while it runs)" in stderr,
           f"the unrecorded child {pid} is not named: {stderr!r}")
     check(stderr.count("child Python process") == 1, f"said more than once: {stderr!r}")
     print(f"launch -d 1: summary at {summary_at:.1f} s, program ended at {ended_at:.1f} s; child {pid} named")
