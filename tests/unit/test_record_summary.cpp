@@ -184,7 +184,7 @@ Recorded recording(int n, const std::string& name_of_first = "") {
     const std::string name =
         i == 0 && !name_of_first.empty() ? name_of_first : "thread " + std::to_string(tid);
     r.summary.add(gilspy::raw::ThreadStart{.tid = tid, .ts = 0, .tstate = 2, .name = name});
-    r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 1000, .dur = (i + 1) * 10'000'000});
+    r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 1000, .dur = (i + 1) * int64_t{10'000'000}});
     r.summary.add(gilspy::raw::ThreadEnd{.tid = tid, .ts = 10 * kSecond});
   }
   r.summary.add(gilspy::raw::Stats{
