@@ -20,7 +20,8 @@
 namespace gilspy::cli {
 namespace {
 
-void print_input_lines(const convert::ConvertReport& report);
+// `merged`: --merge-into, where the line after each input says which process of the trace took its lanes.
+void print_input_lines(const convert::ConvertReport& report, bool merged = false);
 void print_input_warnings(const convert::ConvertReport& report);
 
 // "2024-07-15 10:52:38.123 UTC" for ns since the epoch.
@@ -113,13 +114,15 @@ int run_convert(const ConvertOptions& o) {
   return 0;
 }
 
-void print_input_lines(const convert::ConvertReport& report) {
+void print_input_lines(const convert::ConvertReport& report, bool merged) {
   for (const auto& in : report.inputs) {
     const auto& m = in.meta;
     // The file's text came from a target (or anyone who wrote the file): escaped on the way to the terminal.
     std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", escape_for_terminal(in.path), m.pid,
                                    m.rank, escape_for_terminal(m.python_version), in.records);
-    if (in.trace_pid != m.pid)
+    // (Merged, the pid differs because the profiler saw the process under another one: said on the next
+    // line.)
+    if (in.trace_pid != m.pid && !merged)
       line += fmt::format(" (shown as pid {}: an earlier input has pid {})", in.trace_pid, m.pid);
     if (!in.complete)
       line += fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", escape_for_terminal(in.problem));
@@ -170,7 +173,7 @@ int run_merge(const ConvertOptions& o) {
     if (e.kind() != ErrorKind::kCorrupt) throw;
     throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
   }
-  print_input_lines(report.convert);
+  print_input_lines(report.convert, true);
   const auto trace = escape_for_terminal(o.merge_into);
   for (size_t i = 0; i < report.merged.size(); ++i) {
     const auto& in = report.convert.inputs[i];

@@ -270,8 +270,12 @@ def scenario_merge_profiler(gilspy, python):
           and out.stderr.strip().count("\n") == 0, f"no matching pid: exit {out.returncode}, {out.stderr!r}")
     check(not os.path.exists(os.path.join(d, "x.json")), "a failed merge left its output")
     mapped = os.path.join(d, "mapped.json")
-    run_gilspy(gilspy, "convert", "-i", raw_path, "--merge-into", other_path, "-o", mapped, "--pid-map",
-               f"{pid}:{pid + 1}", check_rc=0)
+    out = run_gilspy(gilspy, "convert", "-i", raw_path, "--merge-into", other_path, "-o", mapped, "--pid-map",
+                     f"{pid}:{pid + 1}", check_rc=0)
+    # The input line gives no wrong reason for the other pid ("an earlier input has pid ..."): the merge line
+    # says why.
+    check("an earlier input" not in out.stdout and f"in process {pid + 1} of" in out.stdout and "(--pid-map)" in
+          out.stdout, f"--pid-map merge lines: {out.stdout!r}")
     gil, lanes = check_merged(other_path, mapped, pid + 1)
     check(any(name.startswith(f"GIL {workers[0]}") for name in lanes.values()), f"--pid-map lanes: {lanes}")
     # The raw file given as the trace: not a trace, said in one line.
