@@ -58,18 +58,7 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
 
 int run_record(const RecordOptions& o) {
   ensure_output_dir(o.output_dir);
-  Session session({.pids = o.pids,
-                   .command = o.command,
-                   .loop = o.loop,
-                   .attach_timeout_s = o.attach_timeout_s,
-                   .strict_version = o.strict_version,
-                   .any_user = o.any_user,
-                   .discover = o.discover,
-                   .follow = o.follow,
-                   .accelerator_only = o.accelerator_only,
-                   .note = {},
-                   .counters = o.counters,
-                   .program_stdout_to_stderr = o.json});
+  Session session(session_options_of(o));
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;

@@ -56,6 +56,24 @@ struct SessionOptions {
   bool program_stdout_to_stderr = false;
 };
 
+// The session's options from a command's (record's, top's), which name the same fields the same way; the
+// note callback is left to the command.
+template <class CommandOptions>
+SessionOptions session_options_of(const CommandOptions& o) {
+  return {.pids = o.pids,
+          .command = o.command,
+          .loop = o.loop,
+          .attach_timeout_s = o.attach_timeout_s,
+          .strict_version = o.strict_version,
+          .any_user = o.any_user,
+          .discover = o.discover,
+          .follow = o.follow,
+          .accelerator_only = o.accelerator_only,
+          .note = {},
+          .counters = o.counters,
+          .program_stdout_to_stderr = o.json};
+}
+
 // A process that was to be recorded and is not: a pid of several named (-p) that cannot be read (gone, not
 // Python, no permission), or one found by the session (refused once). The reason is printable (escaped).
 struct SkippedTarget {

@@ -145,18 +145,7 @@ int open_keyboard() {
 
 int run_top(const TopOptions& o) {
   if (!o.output_dir.empty()) ensure_output_dir(o.output_dir);
-  SessionOptions so{.pids = o.pids,
-                    .command = o.command,
-                    .loop = o.loop,
-                    .attach_timeout_s = o.attach_timeout_s,
-                    .strict_version = o.strict_version,
-                    .any_user = o.any_user,
-                    .discover = o.discover,
-                    .follow = o.follow,
-                    .accelerator_only = o.accelerator_only,
-                    .note = {},
-                    .counters = o.counters,
-                    .program_stdout_to_stderr = o.json};
+  SessionOptions so = session_options_of(o);
   // Notes while the live screen is up (a process found, one skipped) wait until the terminal is restored.
   std::vector<std::string> held_notes;
   bool hold_notes = false;
