@@ -1,5 +1,6 @@
 #include "cli/stack_summary_text.hpp"
 
+#include <algorithm>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -26,6 +27,12 @@ std::string place(const std::string& function, const std::string& file, int32_t 
   return fmt::format("{} ({}:{})", escape_for_terminal(function), escape_for_terminal(where), line);
 }
 
+// A row of time with a stack sample (a place in the code), not "[no stack sample]".
+template <class Row>
+bool sampled(const Row& r) {
+  return !r.file.empty() || r.function != "[no stack sample]";
+}
+
 }  // namespace
 
 void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int64_t duration_ns,
@@ -48,6 +55,10 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
   if (!holders.empty() && holders.front().contended_ns > 0) {
     std::erase_if(holders, [](const raw::HolderRow& r) { return r.contended_ns == 0; });
   }
+  // Time no stack was read for is not a place in the code: after the places, whatever its size, and said why.
+  std::stable_partition(holders.begin(), holders.end(), [](const raw::HolderRow& r) { return sampled(r); });
+  bool unsampled =
+      std::any_of(holders.begin(), holders.end(), [](const raw::HolderRow& r) { return !sampled(r); });
   if (!holders.empty()) {
     out +=
         "  top GIL holders while others waited (innermost function; WHILE WAITED: held while another thread "
@@ -60,7 +71,10 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
                      place(r.function, r.file, r.first_line));
     }
   }
-  const auto sites = stacks.wait_sites(rows);
+  auto sites = stacks.wait_sites(rows);
+  std::stable_partition(sites.begin(), sites.end(), [](const raw::WaitSiteRow& r) { return sampled(r); });
+  unsampled = unsampled ||
+              std::any_of(sites.begin(), sites.end(), [](const raw::WaitSiteRow& r) { return !sampled(r); });
   if (!sites.empty()) {
     out += "  where threads wait for the GIL (the line that asked for it):\n";
     fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", "WAITED", "WAITS",
@@ -69,6 +83,14 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
       fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", dur(r.wait_ns), r.waits,
                      dur(r.longest_ns), place(r.function, r.file, r.line));
     }
+  }
+  if (unsampled) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  [no stack sample]: holds and waits whose stack was not read ({} reads not done in time, "
+        "{} torn): too short, or past the stack reads' share of --cpu-budget (a higher one reads "
+        "more)\n",
+        c.skipped, c.torn);
   }
 }
 

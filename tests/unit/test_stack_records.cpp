@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "cli/stack_summary_text.hpp"
 #include "convert/chrome_trace.hpp"
 #include "convert/collapsed.hpp"
 #include "raw/fast_reader.hpp"
@@ -192,6 +193,39 @@ TEST_CASE("stack records: malformed stack lines are corrupt, naming the event") 
       CHECK(std::string(e.what()).find("event #1") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("stack summary text: [no stack sample] comes after the places in the code, and is explained") {
+  // 501 holds [0, 20) ms with no sample while 502 waits; 502 holds [20, 25) ms in work() while 501 waits.
+  std::vector<raw::Record> v;
+  v.push_back(raw::ThreadStart{.tid = 501, .ts = 0, .tstate = 1, .name = "A", .ns_tid = 0});
+  v.push_back(raw::ThreadStart{.tid = 502, .ts = 0, .tstate = 2, .name = "B", .ns_tid = 0});
+  v.push_back(raw::Waiters{.ts = 0, .n = 1});
+  v.push_back(raw::Hold{.tid = 501, .ts = 0, .dur = 20 * kMs});
+  v.push_back(raw::Wait{.tid = 502, .ts = 0, .dur = 20 * kMs});
+  v.push_back(raw::FrameDef{
+      .id = 1, .ts = 20 * kMs, .qualname = "work", .file = "/w.py", .line = 3, .first_line = 2});
+  v.push_back(raw::StackDef{.id = 1, .ts = 20 * kMs, .truncated = false, .frames = {1}});
+  v.push_back(raw::StackSample{
+      .tid = 502, .ts = 20 * kMs, .since = 20 * kMs, .role = raw::GilRole::kHolding, .stack = 1});
+  v.push_back(raw::Hold{.tid = 502, .ts = 20 * kMs, .dur = 5 * kMs});
+  v.push_back(raw::Wait{.tid = 501, .ts = 20 * kMs, .dur = 5 * kMs});
+  v.push_back(raw::Waiters{.ts = 25 * kMs, .n = 0});
+  raw::SummaryBuilder s;
+  for (const auto& r : v) s.add(r);
+  s.set_end(25 * kMs);
+  const auto holders = s.stacks().top_holders(10);
+  REQUIRE(holders.size() == 2);
+  REQUIRE(holders[0].function == "[no stack sample]");  // the bigger share, first by its figures
+  std::string text;
+  gilspy::cli::stack_summary_lines(text, s.stacks(), 25 * kMs, 10);
+  INFO(text);
+  const size_t work = text.find("work (/w.py:2)");
+  const size_t none = text.find("[no stack sample]");
+  REQUIRE(work != std::string::npos);
+  REQUIRE(none != std::string::npos);
+  CHECK(work < none);
+  CHECK(text.find("  [no stack sample]: holds and waits whose stack was not read") != std::string::npos);
 }
 
 TEST_CASE("stack summary: holds cut at their samples, weighed by the waiters; wait sites; costs") {
