@@ -147,6 +147,12 @@ std::optional<std::string> stat_fields(pid_t pid, int first, int last) {
 
 }  // namespace
 
+std::optional<char> process_state(pid_t pid) {
+  const auto state = stat_fields(pid, 3, 3);
+  if (!state || state->empty()) return std::nullopt;
+  return state->front();
+}
+
 bool has_capability(int bit) {
   const auto eff = status_caps(0, "CapEff");
   return eff && ((*eff >> bit) & 1) != 0;

@@ -24,6 +24,9 @@ std::optional<std::string> process_env_var(pid_t pid, const std::string& name);
 std::optional<pid_t> thread_group_of(pid_t id);
 // The parent process (field 4 of /proc/PID/stat); nullopt when gone.
 std::optional<pid_t> parent_of(pid_t pid);
+// The state letter of /proc/PID/stat ('R', 'S', 'Z' for an exited process not reaped yet, ...); nullopt when
+// the process is gone.
+std::optional<char> process_state(pid_t pid);
 // Every process id in /proc (not their threads), in no particular order.
 std::vector<pid_t> all_process_ids();
 

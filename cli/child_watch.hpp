@@ -15,10 +15,9 @@ namespace gilspy::cli {
 
 class ChildWatchSink final : public Sink {
  public:
-  void start(const SessionTarget& target) override {
-    targets_.push_back(target.pid);
-    unrecorded_.erase(target.pid);  // --subprocesses: seen by a scan before it was attached
-  }
+  // (A child a scan saw before the session attached to it stays in unrecorded(): the note leaves out every
+  // recorded pid.)
+  void start(const SessionTarget& target) override { targets_.push_back(target.pid); }
   void record(const SessionTarget&, const raw::Record&) override {}
   void stats(const LiveStats& live) override;  // a scan every 2 s (40 drains)
   void finish(const SessionEnd&) override { scan(); }

@@ -27,10 +27,10 @@ std::string place(const std::string& function, const std::string& file, int32_t 
   return fmt::format("{} ({}:{})", escape_for_terminal(function), escape_for_terminal(where), line);
 }
 
-// A row of time with a stack sample (a place in the code), not "[no stack sample]".
+// A row of time with a stack sample (a place in the code), not raw::kNoStackSample.
 template <class Row>
 bool sampled(const Row& r) {
-  return !r.file.empty() || r.function != "[no stack sample]";
+  return !r.file.empty() || r.function != raw::kNoStackSample;
 }
 
 }  // namespace

@@ -13,8 +13,6 @@
 namespace gilspy::convert {
 namespace {
 
-constexpr const char* kNoStack = "[no stack sample]";
-
 // A frame as flame-graph tools read it: ';' separates frames and the last space the count, so neither may be
 // ambiguous; newlines would end the line.
 std::string folded_frame(const raw::FrameDef& f) {
@@ -65,7 +63,7 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
             line += folded_frame(f->second);
           }
         }
-        if (line.empty()) line = kNoStack;
+        if (line.empty()) line = raw::kNoStackSample;
         weights[line] += ns;
       }
     });
@@ -86,7 +84,7 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
     text += fmt::format("{} {}\n", stack, us);
     ++report.lines;
     report.total_us += us;
-    if (stack == kNoStack) report.unattributed_us += us;
+    if (stack == raw::kNoStackSample) report.unattributed_us += us;
   }
   out.write_all(text);
   out.commit();

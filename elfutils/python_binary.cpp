@@ -242,10 +242,8 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
   if (looked_at.empty()) {
     // Nothing mapped at all: a process that has just exited (a zombie until its parent reaps it, such as a
     // child gilspy found as it ended), or a kernel thread.
-    const auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-    const auto paren = stat ? stat->rfind(')') : std::string::npos;
-    const char state = paren != std::string::npos && paren + 2 < stat->size() ? (*stat)[paren + 2] : '?';
-    if (!stat || state == 'Z' || state == 'X') {
+    const auto state = process_state(pid);
+    if (!state || *state == 'Z' || *state == 'X') {
       throw Error(ErrorKind::kNoSuchProcess,
                   "process " + std::to_string(pid) + " exited while gilspy attached");
     }

@@ -100,10 +100,10 @@ void StackSummary::on_interval(const std::vector<StackPiece>& pieces) {
     const FrameDef* f = pieces_.innermost(p.stack);
     const int64_t len = p.to - p.from;
     if (p.role == GilRole::kHolding) {
-      const std::string key = f ? f->qualname + '\0' + f->file : std::string("[no stack sample]");
+      const std::string key = f ? f->qualname + '\0' + f->file : std::string(kNoStackSample);
       HolderRow& row = holders_[key];
       if (row.function.empty()) {
-        row.function = f ? f->qualname : "[no stack sample]";
+        row.function = f ? f->qualname : kNoStackSample;
         row.file = f ? f->file : "";
         row.first_line = f ? f->first_line : 0;
       }
@@ -117,11 +117,11 @@ void StackSummary::on_interval(const std::vector<StackPiece>& pieces) {
         s->second += len;
       }
     } else {
-      const std::string key = f ? f->qualname + '\0' + f->file + '\0' + std::to_string(f->line)
-                                : std::string("[no stack sample]");
+      const std::string key =
+          f ? f->qualname + '\0' + f->file + '\0' + std::to_string(f->line) : std::string(kNoStackSample);
       WaitSiteRow& row = waits_[key];
       if (row.function.empty()) {
-        row.function = f ? f->qualname : "[no stack sample]";
+        row.function = f ? f->qualname : kNoStackSample;
         row.file = f ? f->file : "";
         row.line = f ? f->line : 0;
       }

@@ -73,6 +73,9 @@ class StackPieces {
   WaiterHistory waiters_;
 };
 
+// Where a hold or wait whose stack was not read is counted: in place of its innermost function.
+inline constexpr const char* kNoStackSample = "[no stack sample]";
+
 struct HolderRow {
   std::string function, file;  // the innermost frame's qualname and file; "[no stack sample]" when none
   int32_t first_line = 0;
