@@ -79,6 +79,7 @@ void RawFileSink::start(const SessionTarget& t) {
   meta.switch_interval_us = t.interp->first_gil.interval_us;
   meta.gil_addr = t.interp->gil_addr;
   meta.ns_pid = t.ns_pid;
+  meta.mode = t.sampler != nullptr && t.sampler->exact() != nullptr ? "exact" : "sampled";
   try {
     OutputFile::check_replaceable(f.trace_path);  // now, not after the whole recording
     f.writer = std::make_unique<raw::Writer>(f.raw_path, meta, raw::WriterOptions{.mode = file_mode_});

@@ -111,6 +111,33 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
   }
 }
 
+// --exact: what the probes saw, what they missed, and what they cost the target.
+void exact_lines(std::string& out, const SummaryInput& in) {
+  const raw::ExactFigures& x = in.loop.exact;
+  const double seconds = static_cast<double>(in.summary.duration_ns()) / 1e9;
+  const double takes_per_s = seconds > 0 ? static_cast<double>(x.takes) / seconds : 0;
+  fmt::format_to(std::back_inserter(out),
+                 "  exact: every take and drop of the GIL from uprobes on take_gil / drop_gil: {} takes "
+                 "({:.0f} a second), {} hand-offs between threads\n",
+                 x.takes, takes_per_s, x.handoffs);
+  if (x.take_cost_ns > 0) {
+    const double per = x.take_cost_ns + x.drop_cost_ns;
+    fmt::format_to(std::back_inserter(out),
+                   "    their price: {:.1f} us per take and drop on this machine (measured at start), about "
+                   "{:.1f} % of a core in the target at this rate (its slowdown where the GIL bounds it)\n",
+                   per / 1000, 100 * takes_per_s * per / 1e9);
+  } else {
+    out += "    their price: not measured (gilspy's own symbols are missing)\n";
+  }
+  if (x.lost > 0 || x.throttled > 0 || x.undecoded > 0) {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  WARNING: {} probe hits lost (full ring buffers), {} throttling notices (kernel.perf_event_"
+        "max_sample_rate), {} not decoded: holds and waits around them may be off\n",
+        x.lost, x.throttled, x.undecoded);
+  }
+}
+
 void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
   const SummaryTable table =
       build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads, in.summary.folded());
@@ -138,11 +165,14 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
     const std::string name = fit_with_marker(label, kNameColumns);
     const std::string pad(kNameColumns - std::min(kNameColumns, display_width(name)), ' ');
     const double ci = r.share_ci95();
-    if (ci >= 0 && (widest == nullptr || ci > widest->share_ci95())) widest = &r;
+    if (!in.loop.exact.on && ci >= 0 && (widest == nullptr || ci > widest->share_ci95())) widest = &r;
     fmt::format_to(std::back_inserter(out), "  {:>8}  {}{} {:>7.1f} {:>7.1f} {:>6} {:>7} {:>13} {:>13}\n",
                    r.threads > 1 ? std::string("-") : std::to_string(r.tid), name, pad, 100 * r.hold_share(),
-                   100 * r.wait_share(), ci < 0 ? std::string("?") : fmt::format("{:.1f}", 100 * ci), r.holds,
-                   ms_text(r.longest_hold_ns), ms_text(r.longest_wait_ns));
+                   100 * r.wait_share(),
+                   in.loop.exact.on ? std::string("exact")
+                   : ci < 0         ? std::string("?")
+                                    : fmt::format("{:.1f}", 100 * ci),
+                   r.holds, ms_text(r.longest_hold_ns), ms_text(r.longest_wait_ns));
   }
   if (table.rest_threads > 0) {
     fmt::format_to(
@@ -162,8 +192,10 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
                "threads' lifetimes)\n"
              : "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording\n";
   out +=
-      "  ±95%: the shares are estimates from polls; each lies within this many points of the truth, 19 times "
-      "in 20\n";
+      in.loop.exact.on
+          ? "  ±95%: none, every take and drop was traced (--exact)\n"
+          : "  ±95%: the shares are estimates from polls; each lies within this many points of the truth, 19 "
+            "times in 20\n";
   if (widest != nullptr && widest->share_ci95() > 0.01) {
     fmt::format_to(std::back_inserter(out),
                    "  note: the shares of {} are only known to ±{:.1f} points (over 1): record longer or raise "
@@ -215,12 +247,17 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
   polls_lines(out, in, o);
   fmt::format_to(std::back_inserter(out), "  GIL held {:.1f} % of the recording (all threads together)\n",
                  100 * summary.gil_busy_share());
-  fmt::format_to(
-      std::back_inserter(out),
-      "  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %);\n"
-      "    a thread that drops the GIL and takes it back with no one in between makes no hand-off: "
-      "not counted, not seen\n",
-      summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(), 100 * summary.coverage());
+  if (in.loop.exact.on) {
+    exact_lines(out, in);
+  } else {
+    fmt::format_to(
+        std::back_inserter(out),
+        "  hand-offs between threads: {} seen, {} too short to see between two polls (coverage {:.1f} %);\n"
+        "    a thread that drops the GIL and takes it back with no one in between makes no hand-off: "
+        "not counted, not seen\n",
+        summary.handoffs_seen(), summary.handoffs_total() - summary.handoffs_seen(),
+        100 * summary.coverage());
+  }
   if (in.loop.impossible_switch_moves > 0) {
     fmt::format_to(
         std::back_inserter(out),

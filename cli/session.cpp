@@ -26,6 +26,8 @@
 #include "cli/launch.hpp"
 #include "cli/process_discovery.hpp"
 #include "sampler/attach.hpp"
+#include "sampler/exact/exact_tracer.hpp"
+#include "sampler/exact/probe_cost.hpp"
 #include "sampler/ns_tids.hpp"
 #include "sampler/task_syscall.hpp"
 
@@ -74,6 +76,23 @@ std::string thread_display_name(int pid, int64_t tid, const std::string& comm,
   std::string name = "thread " + std::to_string(tid);
   if (!comm.empty() && comm != process_comm) name += " (" + comm + ")";
   return name;
+}
+
+raw::ExactFigures exact_figures(const sampler::exact::ExactTracer& x,
+                                const std::optional<sampler::exact::ProbeCost>& cost) {
+  const auto& c = x.counters();
+  return {.on = true,
+          .hits = c.hits.load(),
+          .lost = c.lost.load(),
+          .throttled = c.throttled.load(),
+          .takes = c.takes.load(),
+          .handoffs = c.handoffs.load(),
+          .undecoded = c.undecoded.load(),
+          .probe_events = x.probe_events(),
+          .probe_points = x.probe_points(),
+          .threads_at_start = x.threads_at_start(),
+          .take_cost_ns = cost && cost->measured ? cost->take_ns : 0,
+          .drop_cost_ns = cost && cost->measured ? cost->drop_ns : 0};
 }
 
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
@@ -147,6 +166,9 @@ struct Session::Impl {
   }
   void attach();
   void prepare_target(RunningTarget& t);
+  void attach_exact(RunningTarget& t);
+  // --exact: what a probe hit costs on this machine, measured once, with the first target's probes.
+  std::optional<sampler::exact::ProbeCost> probe_cost;
   void drain();
   std::vector<RunningTarget*> discover(bool first_scan);
   RunningTarget* try_found(pid_t pid, const std::string& key, bool first_scan);
@@ -320,7 +342,25 @@ void Session::Impl::prepare_target(RunningTarget& t) {
   t.sampler =
       std::make_unique<sampler::ProcessSampler>(t.interp, *t.reader, *t.tasks, queue, i.id, sampler_options);
   i.sampler = t.sampler.get();
+  if (options.loop.exact) attach_exact(t);
   counters.attach(t.counters, *t.sampler, i.pid, queue, i.id);
+}
+
+// --exact where it can work; where it cannot (a stripped interpreter, no permission, no uprobe PMU), one line
+// and the sampler records this target as without it.
+void Session::Impl::attach_exact(RunningTarget& t) {
+  try {
+    auto tracer = std::make_unique<sampler::exact::ExactTracer>(t.info.pid, t.interp.binary,
+                                                                sampler::ThreadWalker::kMaxThreads);
+    // Its holds and waits begin when the probes were in: so does its recording (placing them takes a while).
+    t.info.attached_ns = std::max(t.info.attached_ns, std::max<int64_t>(0, tracer->start_ns() - anchor_mono));
+    t.sampler->set_exact(std::move(tracer));
+    if (!probe_cost) probe_cost = sampler::exact::measure_probe_cost(sampler::exact::find_tracefs());
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnavailable) throw;
+    note(fmt::format("pid {}: --exact is not possible: {}; recording it by sampling instead", t.info.pid,
+                     escape_for_terminal(e.what())));
+  }
 }
 
 // Records from the poll thread to every sink, on the session's timeline, threads named.
@@ -551,6 +591,7 @@ SessionOutcome Session::run() {
       fig.switch_reads = t->counters.threads->switch_reads();
     }
     fig.threads_truncated = t->sampler->truncated_threads();
+    if (const auto* x = t->sampler->exact()) fig.exact = exact_figures(*x, m.probe_cost);
     // A target that ended by itself says how (exited, exec'd); the others share the session's reason.
     const sampler::TargetEnd cause = t->sampler->end_cause();
     fig.stop_reason = cause == sampler::TargetEnd::kRunning ? end.stop_reason : sampler::to_string(cause);

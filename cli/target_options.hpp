@@ -21,6 +21,7 @@ struct TargetArgs {
   double rate_hz = 10000;
   double cpu_budget_pct = 5;  // adaptive: gilspy's CPU budget, stack reads included, % of a core (0: none)
   bool busy = false;
+  bool exact = false;  // --exact: holds and waits from uprobes on take_gil / drop_gil
   bool no_realtime = false;
   bool anywhere = false;
   double attach_timeout_s = 10;

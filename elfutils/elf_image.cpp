@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -113,6 +114,48 @@ std::optional<Symbol> ElfImage::symbol(const std::string& name) const {
     }
   }
   return std::nullopt;
+}
+
+std::vector<NamedSymbol> ElfImage::functions_where(const std::function<bool(std::string_view)>& keep) const {
+  std::vector<NamedSymbol> found;
+  for (const auto wanted : {SHT_DYNSYM, SHT_SYMTAB}) {
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(impl_->elf, scn)) != nullptr) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != static_cast<unsigned>(wanted)) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data == nullptr || sh.sh_entsize == 0) continue;
+      const size_t count = sh.sh_size / sh.sh_entsize;
+      for (size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF ||
+            GELF_ST_TYPE(sym.st_info) != STT_FUNC) {
+          continue;
+        }
+        const char* name = elf_strptr(impl_->elf, sh.sh_link, sym.st_name);
+        if (name == nullptr || !keep(name)) continue;
+        const bool known =
+            std::any_of(found.begin(), found.end(), [&](const NamedSymbol& s) { return s.name == name; });
+        if (!known) found.push_back({name, Symbol{sym.st_value, sym.st_size}});
+      }
+    }
+  }
+  return found;
+}
+
+std::optional<uint64_t> ElfImage::file_offset_of(uint64_t vaddr) const {
+  size_t phnum = 0;
+  elf_getphdrnum(impl_->elf, &phnum);
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(impl_->elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
+    if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) return ph.p_offset + (vaddr - ph.p_vaddr);
+  }
+  return std::nullopt;
+}
+
+std::string ElfImage::descriptor_path() const {
+  return "/proc/self/fd/" + std::to_string(impl_->fd);
 }
 
 std::optional<Section> ElfImage::section(const std::string& name) const {

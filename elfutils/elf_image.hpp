@@ -3,9 +3,11 @@
 // One ELF file on disk, read with libelf: symbols (.dynsym and .symtab), sections, and the bytes behind a
 // virtual address. Knows nothing of CPython.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gilspy::elf {
@@ -13,6 +15,12 @@ namespace gilspy::elf {
 struct Symbol {
   uint64_t value = 0;  // link-time virtual address
   uint64_t size = 0;
+};
+
+// A function symbol with its name (functions_where()).
+struct NamedSymbol {
+  std::string name;
+  Symbol symbol;
 };
 
 struct Section {
@@ -39,6 +47,14 @@ class ElfImage {
   // The lowest PT_LOAD virtual address, page-aligned: what offset 0 of the file maps to.
   uint64_t first_load_vaddr() const { return first_load_vaddr_; }
   std::optional<Symbol> symbol(const std::string& name) const;
+  // Every defined function symbol of .dynsym and .symtab whose name `keep` accepts, each name once.
+  std::vector<NamedSymbol> functions_where(const std::function<bool(std::string_view)>& keep) const;
+  // Where the bytes of link-time address `vaddr` lie in the file (what a uprobe is placed by); nullopt
+  // outside the PT_LOAD segments' file contents.
+  std::optional<uint64_t> file_offset_of(uint64_t vaddr) const;
+  // This very file, as a path the kernel resolves through gilspy's own descriptor (/proc/self/fd/N): valid
+  // while the image lives, and it names what was opened, not what a path in the target's tree points to now.
+  std::string descriptor_path() const;
   std::optional<Section> section(const std::string& name) const;
   std::string soname() const;
   // Bytes of the file backing [vaddr, vaddr+len), from the PT_LOAD segments; nullopt outside them

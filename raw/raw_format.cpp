@@ -35,7 +35,8 @@ json to_json(const Meta& m) {
               {"rate_hz", m.rate_hz},
               {"switch_interval_us", m.switch_interval_us},
               {"gil_addr", m.gil_addr},
-              {"ns_pid", m.ns_pid}};  // 0 unless the target runs in another PID namespace
+              {"ns_pid", m.ns_pid},  // 0 unless the target runs in another PID namespace
+              {"mode", m.mode}};
 }
 
 Meta meta_from_json(const json& j) {
@@ -71,6 +72,7 @@ Meta meta_from_json(const json& j) {
     m.switch_interval_us = optional_unsigned("switch_interval_us");
     m.gil_addr = optional_unsigned("gil_addr");
     m.ns_pid = j.contains("ns_pid") ? integer(j.at("ns_pid"), "ns_pid") : 0;
+    m.mode = j.contains("mode") && j.at("mode").is_string() ? j.at("mode").get<std::string>() : "sampled";
     // Bounded so that what readers compute from them (a trace's time offsets, pid shifts) cannot overflow.
     if (m.pid < 0 || m.pid > INT32_MAX) throw Error(ErrorKind::kBadInput, "meta has a pid out of range");
     if (m.ns_pid < 0 || m.ns_pid > INT32_MAX)

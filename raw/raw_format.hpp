@@ -76,6 +76,7 @@ struct Meta {
   uint64_t switch_interval_us = 0;
   uint64_t gil_addr = 0;
   int64_t ns_pid = 0;  // the target's pid in its own PID namespace (a container) when that differs from pid
+  std::string mode = "sampled";  // "exact": holds and waits from uprobes (--exact)
 };
 nlohmann::json to_json(const Meta& m);
 Meta meta_from_json(const nlohmann::json& j);  // throws Error(kBadInput) naming the missing field

@@ -65,8 +65,11 @@ void StackPieces::interval(GilRole role, int64_t tid, int64_t ts, int64_t dur) {
     // This interval's samples; older ones belong to intervals that are over (a hold split in two).
     size_t keep = 0;
     for (const StackSample& s : samples) {
-      if (s.since < ts) continue;
-      if (s.since == ts && s.role == role) {
+      // The sampler's own intervals begin where its samples say (`since`). Those of --exact come from the
+      // probes and begin elsewhere: a sample of the same role read inside one belongs to it.
+      const bool inside = s.since != ts && s.role == role && s.ts >= ts && s.ts < end;
+      if (s.since < ts && !inside) continue;
+      if ((s.since == ts && s.role == role) || inside) {
         const int64_t from = pieces_.empty() ? ts : std::clamp(s.ts, ts, end);
         if (!pieces_.empty()) pieces_.back().to = from;
         pieces_.push_back({.tid = tid, .role = role, .from = from, .to = end, .stack = s.stack});

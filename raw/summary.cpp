@@ -164,8 +164,9 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                        {"waits", t.waits},
                        {"longest_hold_ns", t.longest_hold_ns},
                        {"longest_wait_ns", t.longest_wait_ns},
-                       {"hold_share_ci95", ci95_json(t)},
-                       {"wait_share_ci95", ci95_json(t)}});
+                       // --exact: every take and drop was traced, the shares are not estimates
+                       {"hold_share_ci95", loop.exact.on ? nlohmann::json(0.0) : ci95_json(t)},
+                       {"wait_share_ci95", loop.exact.on ? nlohmann::json(0.0) : ci95_json(t)}});
   }
   nlohmann::json out = {{"duration_ns", duration_ns()},
                         {"start_ns", start_ns_},
@@ -205,6 +206,21 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
                         {"gc", gc_.to_json(duration_ns(), wait_ns())},
                         {"stacks", stacks_.to_json(duration_ns())}};
   if (counters_.any()) out["counters"] = counters_.to_json();
+  out["mode"] = loop.exact.on ? "exact" : "sampled";
+  if (loop.exact.on) {
+    const ExactFigures& x = loop.exact;
+    out["exact"] = {{"probe_hits", x.hits},
+                    {"lost_hits", x.lost},
+                    {"throttled", x.throttled},
+                    {"takes", x.takes},
+                    {"handoffs", x.handoffs},
+                    {"undecoded_hits", x.undecoded},
+                    {"probe_events", x.probe_events},
+                    {"probe_points", x.probe_points},
+                    {"threads_at_start", x.threads_at_start},
+                    {"take_cost_ns", x.take_cost_ns},
+                    {"drop_cost_ns", x.drop_cost_ns}};
+  }
   return out;
 }
 

@@ -33,6 +33,18 @@ struct ThreadSummary {
   std::string os_name;  // what the session named it from the OS (ThreadStart)
 };
 
+// --exact (sampler/exact/): what the probes saw and cost. on == false: the holds and waits were sampled.
+struct ExactFigures {
+  bool on = false;
+  uint64_t hits = 0, lost = 0,
+           throttled = 0;            // probe hits read; lost in full rings; kernel throttling notices
+  uint64_t takes = 0, handoffs = 0;  // returns from take_gil; of them by another thread than the last
+  uint64_t undecoded = 0;            // hits of threads past the decoder's table (none expected)
+  uint64_t probe_events = 0, probe_points = 0;
+  uint64_t threads_at_start = 0;  // each with events of its own; the threads they start inherit them
+  double take_cost_ns = 0, drop_cost_ns = 0;  // per take / drop on this machine, measured at start; 0: not
+};
+
 struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered file
   uint64_t ticks = 0, late = 0, missed = 0, dropped_events = 0, unknown_holder_polls = 0, task_reads = 0;
   uint64_t impossible_switch_moves = 0;  // SamplerCounters: hand-off counter moves not counted
@@ -51,6 +63,7 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
            switch_reads = 0;  // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
   double gilspy_cpu_share = 0;  // gilspy's CPU while it recorded (all targets), in cores
   double cpu_budget = 0;        // --cpu-budget in cores (0: none, or a fixed rate)
+  ExactFigures exact;
 };
 
 // Threads that ended past the first SummaryBuilder::kKeptThreads, folded by name pattern

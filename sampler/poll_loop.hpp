@@ -42,6 +42,8 @@ struct PollLoopOptions {
   bool stop_when_targets_gone =
       true;               // false: keep polling (and taking new targets) when every target is gone
   bool read_gc = true;    // each poll also reads the GC state (SamplerOptions::read_gc); hidden --no-gc: not
+  bool exact =
+      false;  // --exact: holds and waits from uprobes (exact/exact_tracer.hpp), set up by the session
   StackOptions stacks{};  // Python stacks and thread names, read between polls (stack_options.hpp)
 };
 

@@ -110,6 +110,13 @@ void ProcessSampler::emit(Kind&& record) {
   queue_.push(target_, std::forward<Kind>(record));  // a full queue is counted by the queue itself
 }
 
+void ProcessSampler::ExactSink::hold(int32_t tid, int64_t ts, int64_t dur) {
+  s_.emit(raw::Hold{.tid = tid, .ts = ts, .dur = dur});
+}
+void ProcessSampler::ExactSink::wait(int32_t tid, int64_t ts, int64_t dur) {
+  s_.emit(raw::Wait{.tid = tid, .ts = ts, .dur = dur});
+}
+
 void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {
   emit(raw::Stats{.ts = t_now,
                   .polls = counters_.polls.load(std::memory_order_relaxed),
@@ -131,8 +138,9 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   if (t.role == GilRole::kHolding || role == GilRole::kHolding) holding_changed_ = true;
   t.changed = true;
   const int64_t dur = at - t.since_ns;
-  if (t.role == GilRole::kHolding) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
-  if (t.role == GilRole::kWaiting) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  // With --exact the probes say when each thread held and waited; the polls' roles still drive the rest.
+  if (t.role == GilRole::kHolding && !exact_) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  if (t.role == GilRole::kWaiting && !exact_) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   const auto slot = static_cast<size_t>(&t - tracks_.data());  // a running collection counts its waits
   if (t.role == GilRole::kHolding) gc_.hold_closed(slot, t.ref.tid, t.since_ns, at);
   if (t.role == GilRole::kWaiting) gc_.wait_closed(slot, t.since_ns, at);
@@ -244,6 +252,7 @@ bool ProcessSampler::poll(int64_t t_now, int64_t t_from) {
 
 bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   if (gone_) return false;
+  if (exact_) exact_->drain(t_now, exact_sink_);
   // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
   //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
   size_t nregions = 0;
@@ -417,6 +426,7 @@ void ProcessSampler::finish(int64_t t_end) {
   if (gone_) return;
   gone_ = true;
   holder_ = -1;
+  if (exact_) exact_->finish(t_end, exact_sink_);
   if (stopped_since_ns_ >= 0 && t_end > stopped_since_ns_) {
     emit(raw::ProcessStopped{.ts = stopped_since_ns_, .dur = t_end - stopped_since_ns_});
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "raw/records.hpp"
+#include "sampler/exact/exact_tracer.hpp"
 #include "sampler/gc_tracker.hpp"
 #include "sampler/interpreter.hpp"
 #include "sampler/poll_schedule.hpp"
@@ -141,8 +142,22 @@ class ProcessSampler {
   // Scheduler figures and counters per thread and GIL role (thread_counters.hpp), told of every thread and
   // role change and read after each poll. Set before the first poll; null: none.
   void set_counters(ThreadCounters* counters) { thread_counters_ = counters; }
+  // --exact: the holds and waits come from `tracer`'s probes instead of the polls (which go on for the
+  // threads, stacks and the GC). Set before the first poll.
+  void set_exact(std::unique_ptr<exact::ExactTracer> tracer) { exact_ = std::move(tracer); }
+  const exact::ExactTracer* exact() const { return exact_.get(); }
 
  private:
+  // The exact tracer's intervals, as raw records on the queue.
+  class ExactSink : public exact::IntervalSink {
+   public:
+    explicit ExactSink(ProcessSampler& s) : s_(s) {}
+    void hold(int32_t tid, int64_t ts, int64_t dur) override;
+    void wait(int32_t tid, int64_t ts, int64_t dur) override;
+
+   private:
+    ProcessSampler& s_;
+  };
   struct Track {
     bool active = false;
     ThreadRef ref;
@@ -231,6 +246,8 @@ class ProcessSampler {
   size_t gil_in_span_ = 0;
   std::unique_ptr<StackSampler> stacks_;  // null with --no-stacks or without a stack layout
   ThreadCounters* thread_counters_ = nullptr;
+  std::unique_ptr<exact::ExactTracer> exact_;  // --exact only
+  ExactSink exact_sink_{*this};
 };
 
 }  // namespace gilspy::sampler

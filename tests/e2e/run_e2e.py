@@ -14,6 +14,7 @@ import tempfile
 import time
 
 import scenarios_counters
+import scenarios_exact
 import scenarios_gc
 import scenarios_hostile
 import scenarios_jobs
@@ -1358,6 +1359,7 @@ SCENARIOS.update(scenarios_gc.SCENARIOS)
 SCENARIOS.update(scenarios_hostile.SCENARIOS)
 SCENARIOS.update(scenarios_stacks.SCENARIOS)
 SCENARIOS.update(scenarios_counters.SCENARIOS)
+SCENARIOS.update(scenarios_exact.SCENARIOS)
 
 if __name__ == "__main__":
     main(SCENARIOS)

@@ -13,9 +13,14 @@ stop = time.monotonic() + duration
 seen = []
 
 
+lives = {}  # tid -> [CLOCK_MONOTONIC ns at its start, at its end]
+
+
 def short_lived():
     seen.append(native_id())
+    lives[native_id()] = [time.monotonic_ns()]
     spin_until(time.monotonic() + 0.002)
+    lives[native_id()].append(time.monotonic_ns())
 
 
 def background():
@@ -35,4 +40,4 @@ while time.monotonic() < stop:
         t.join()
     count += len(batch)
 bg.join()
-report({"main": native_id(), "started": count, "tids": seen})
+report({"main": native_id(), "started": count, "tids": seen, "lives": lives})

@@ -1,0 +1,221 @@
+"""Scenarios for --exact (uprobes on take_gil / drop_gil, defined in tracefs, opened as perf events): the holds and waits of
+threads whose GIL behaviour is known, every short-lived thread traced from its first take (the probes are
+inherited by new threads), nothing left in the target when gilspy is killed, and a stripped interpreter
+recorded by sampling with one line that says why. Each skips (77) where this machine cannot place uprobes."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+from harness import (WORKLOADS, Raw, Workload, assert_no_overlapping_holds, check, check_trace, run_gilspy,
+                     single_raw, workload_env)
+
+SKIP = 77
+
+
+def uprobes_possible():
+    """None when this machine can place uprobes through perf_event_open, else why not."""
+    if os.geteuid() != 0:
+        return "not root"
+    if not any(os.path.exists(d + "/uprobe_events") for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")):
+        return "no tracefs with uprobe_events (mount -t tracefs nodev /sys/kernel/tracing)"
+    return None
+
+
+def skip_unless_uprobes():
+    why = uprobes_possible()
+    if why:
+        print(f"SKIPPED: --exact cannot work here: {why}")
+        raise SystemExit(SKIP)
+
+
+def check_exact_summary(raw):
+    check(raw.meta.get("mode") == "exact", f"meta mode {raw.meta.get('mode')!r}, expected 'exact'")
+    check(raw.summary.get("mode") == "exact", f"summary mode {raw.summary.get('mode')!r}, expected 'exact'")
+    x = raw.summary["exact"]
+    check(x["takes"] > 0 and x["probe_hits"] >= 2 * x["takes"], f"exact figures {x}")
+    check(x["lost_hits"] == 0 and x["undecoded_hits"] == 0, f"hits lost or not decoded: {x}")
+    for t in raw.summary["threads"]:
+        check(t["hold_share_ci95"] in (0, 0.0), f"thread {t['tid']}: ±95 {t['hold_share_ci95']}, exact is exact")
+    return x
+
+
+def cpu_time_in_window(marks, start_ns, end_ns):
+    """A workload thread's CPU time between two CLOCK_MONOTONIC instants from its [mono, cpu, n] marks."""
+    def cpu_at(t):
+        if t <= marks[0][0]:
+            return marks[0][1]
+        for (t0, c0, _), (t1, c1, _) in zip(marks, marks[1:]):
+            if t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / max(1, t1 - t0)
+        return marks[-1][1]
+    return cpu_at(end_ns) - cpu_at(start_ns)
+
+
+def scenario_exact_cpu_and_sleeper(gilspy, python):
+    """Two CPU threads and a 1 ms sleeper, launched and recorded until they exit: each CPU thread's holds cover
+    the CPU time it computed (it cannot compute without the GIL; exact holds need no slack for poll timing),
+    the sleeper holds for microseconds per nap and waits behind the switch interval, and the holds of all
+    threads never overlap (not even by a nanosecond)."""
+    skip_unless_uprobes()
+    d = tempfile.mkdtemp(prefix="gilspy-exact-")
+    report = os.path.join(d, "report.json")
+    out = run_gilspy(gilspy, "record", "--exact", "-o", d, "--", python,
+                     os.path.join(WORKLOADS, "cpu_and_sleeper.py"), 3, env=workload_env(report), check_rc=0)
+    check("exact: every take and drop" in out.stdout, f"no exact line in the summary:\n{out.stdout}")
+    check(re.search(r"their price: [\d.]+ us per take and drop", out.stdout) is not None,
+          f"the summary does not state the probes' price:\n{out.stdout}")
+    raw = Raw(single_raw(d))
+    x = check_exact_summary(raw)
+    roles = json.load(open(report))
+    # Each CPU thread's own CPU time inside the recording (its marks, 10 ms apart, interpolated) against its
+    # holds there: exact holds need no slack for poll timing, only for the marks' interpolation at both ends.
+    start = raw.to_monotonic(0)
+    end = raw.to_monotonic(raw.summary["duration_ns"])
+    for tid in roles["cpu"]:
+        t = raw.thread(tid)
+        cpu_ns = cpu_time_in_window(roles["cpu_marks"][str(tid)], start, end)
+        check(t["hold_ns"] >= cpu_ns - 20e6,
+              f"CPU thread {tid}: {t['hold_ns'] / 1e6:.1f} ms held, {cpu_ns / 1e6:.1f} ms computed")
+        check(t["wait_share"] > 0.2, f"CPU thread {tid} waited {t['wait_share']:.1%}, expected > 20 %")
+    s = raw.thread(roles["sleeper"])
+    check(s["hold_share"] < 0.05 and s["wait_share"] > 0.3, f"sleeper: {s}")
+    check(s["holds"] >= roles["naps"] * 0.9, f"sleeper: {s['holds']} holds for {roles['naps']} naps")
+    assert_no_overlapping_holds(raw)
+    busy = raw.summary["gil_busy_share"]
+    check(0.8 <= busy <= 1.0, f"GIL busy {busy:.3f}")
+    check_trace(single_raw(d).replace(".json", ".trace.json"), raw)
+    print(f"exact {raw.meta['python_version']}: {x['takes']} takes, {x['handoffs']} hand-offs, "
+          f"{x['take_cost_ns'] + x['drop_cost_ns']:.0f} ns per take and drop; sleeper {s['holds']} holds for "
+          f"{roles['naps']} naps")
+
+
+def scenario_exact_churn(gilspy, python):
+    """Threads started and joined all the time: every one of them is traced from its first take, by inheritance
+    (the probes of the thread that started it), though the sampler finds some of them late or never; and no
+    probe definition is left in tracefs after the recording."""
+    skip_unless_uprobes()
+    d = tempfile.mkdtemp(prefix="gilspy-exact-")
+    report = os.path.join(d, "report.json")
+    run_gilspy(gilspy, "record", "--exact", "-o", d, "--", python, os.path.join(WORKLOADS, "thread_churn.py"),
+               2, env=workload_env(report), check_rc=0)
+    raw = Raw(single_raw(d))
+    check_exact_summary(raw)
+    info = json.load(open(report))
+    held = {tid for tid, _, _ in raw.holds}
+    # Those that lived inside the recording (it begins when the probes are in, after the program started).
+    start = raw.to_monotonic(raw.summary["start_ns"])
+    end = raw.to_monotonic(raw.summary["start_ns"] + raw.summary["duration_ns"])
+    inside = [int(tid) for tid, (born, died) in info["lives"].items() if born >= start and died <= end]
+    missing = [tid for tid in inside if tid not in held]
+    check(len(inside) > 40, f"only {len(inside)} of {len(info['tids'])} short-lived threads lived inside the recording")
+    check(not missing, f"{len(missing)} of {len(inside)} short-lived threads have no hold: {missing[:10]}")
+    assert_no_overlapping_holds(raw)
+    left = [g for g in os.listdir("/sys/kernel/tracing/events") if g.startswith("gilspy_")] \
+        if os.path.isdir("/sys/kernel/tracing/events") else []
+    check(not left, f"probe definitions left in tracefs: {left}")
+    print(f"exact churn: all {len(inside)} short-lived threads that lived inside the recording held the GIL "
+          f"(the sampler announced {len(raw.threads)})")
+
+
+def probe_address(pid, function):
+    """Where `function` (take_gil) of pid's interpreter binary lies in its memory, and the file's byte there."""
+    lib = None
+    with open(f"/proc/{pid}/maps") as f:
+        maps = [line.split() for line in f]
+    for m in maps:
+        if len(m) >= 6 and re.search(r"/libpython3\.\d+[a-z]*\.so", m[5]):
+            lib = m[5]
+    lib = lib or os.path.realpath(f"/proc/{pid}/exe")
+    nm = subprocess.run(["nm", lib], capture_output=True, text=True).stdout
+    value = next(int(v, 16) for v, kind, name in (line.split() for line in nm.splitlines() if len(line.split()) == 3)
+                 if name == function and kind in "tT")
+    segments = subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True).stdout
+    for line in segments.splitlines():
+        w = line.split()
+        if w[:1] == ["LOAD"]:
+            offset, vaddr, filesz = int(w[1], 16), int(w[2], 16), int(w[4], 16)
+            if vaddr <= value < vaddr + filesz:
+                file_offset = offset + value - vaddr
+                break
+    for m in maps:
+        if len(m) >= 6 and m[5] == lib:
+            start, end = (int(x, 16) for x in m[0].split("-"))
+            moff = int(m[2], 16)
+            if moff <= file_offset < moff + (end - start):
+                with open(lib, "rb") as f:
+                    f.seek(file_offset)
+                    return start + file_offset - moff, f.read(1)
+    raise AssertionError(f"{function} of {lib} is not mapped")
+
+
+def byte_at(pid, address):
+    with open(f"/proc/{pid}/mem", "rb") as f:
+        f.seek(address)
+        return f.read(1)
+
+
+def scenario_exact_killed(gilspy, python):
+    """While --exact records, take_gil's first byte in the target is the kernel's breakpoint (int3, 0xcc); once
+    gilspy is killed with SIGKILL (no cleanup of its own runs), it is the file's byte again: the probes die with
+    gilspy's descriptors and leave nothing in the target."""
+    skip_unless_uprobes()
+    w = Workload(python, "cpu_and_sleeper.py", 30)
+    try:
+        address, original = probe_address(w.pid, "take_gil")
+        check(byte_at(w.pid, address) == original, "take_gil is probed before gilspy started")
+        d = tempfile.mkdtemp(prefix="gilspy-exact-")
+        g = subprocess.Popen([gilspy, "record", "--exact", "-p", str(w.pid), "-o", d, "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started = g.stdout.readline()
+        if '"started"' not in started:
+            g.kill()
+            check(False, f"gilspy did not start: {started} {g.stderr.read()}")
+        deadline = time.monotonic() + 5
+        while byte_at(w.pid, address) != b"\xcc" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(byte_at(w.pid, address) == b"\xcc", "take_gil carries no breakpoint while --exact records")
+        g.send_signal(signal.SIGKILL)
+        g.wait(10)
+        deadline = time.monotonic() + 5
+        while byte_at(w.pid, address) != original and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(byte_at(w.pid, address) == original,
+              f"take_gil still starts with {byte_at(w.pid, address).hex()} after gilspy was killed "
+              f"(the file has {original.hex()})")
+        check(w.proc.poll() is None, "the target did not survive gilspy's death")
+        print(f"exact killed: take_gil at {address:#x}: {original.hex()} -> cc while recording -> "
+              f"{byte_at(w.pid, address).hex()} after SIGKILL")
+    finally:
+        w.kill()
+
+
+def scenario_exact_stripped(gilspy, python):
+    """A stripped interpreter (Debian's) has no take_gil / drop_gil symbols: one line says --exact is not
+    possible and why, and the process is recorded by sampling (exit 0, mode 'sampled')."""
+    skip_unless_uprobes()
+    w = Workload(python, "cpu_and_sleeper.py", 30)
+    try:
+        d = tempfile.mkdtemp(prefix="gilspy-exact-")
+        out = run_gilspy(gilspy, "record", "--exact", "-p", w.pid, "-d", 1, "-o", d, check_rc=0)
+        lines = [line for line in out.stderr.splitlines() if "--exact" in line]
+        check(len(lines) == 1 and "stripped" in lines[0] and "sampling" in lines[0],
+              f"expected one line saying the binary is stripped and it samples instead:\n{out.stderr}")
+        raw = Raw(single_raw(d))
+        check(raw.meta.get("mode") == "sampled" and raw.summary.get("mode") == "sampled",
+              f"modes {raw.meta.get('mode')} / {raw.summary.get('mode')}")
+        check(len(raw.holds) > 0, "nothing was recorded")
+        print(f"exact stripped: {lines[0]}")
+    finally:
+        w.kill()
+
+
+SCENARIOS = {
+    "exact_cpu_and_sleeper": scenario_exact_cpu_and_sleeper,
+    "exact_churn": scenario_exact_churn,
+    "exact_killed": scenario_exact_killed,
+    "exact_stripped": scenario_exact_stripped,
+}
