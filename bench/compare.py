@@ -180,6 +180,13 @@ def run_one(python, workload, mode, args):
             # truth, or no GIL address) it all goes to the hold with the function boundaries, to released with
             # the lock word.
             t["da_hold_pp"], t["da_wait_pp"], t["u_probe"] = adjusted(t, args.probe_cost, args.truth, W)
+            if raw.meta.get("mode") == "exact" and args.truth == "func":
+                # gilspy --exact probes the same function boundaries, its hits costing what the truth's do:
+                # compared as they are, and it claims no interval.
+                t["da_hold_pp"], t["da_wait_pp"] = t["d_hold_pp"], t["d_wait_pp"]
+                t["in_ci"] = None
+                threads.append(t)
+                continue
             ci = raw.ci95_share(tid, S, E)
             t["ci95_pp"] = None if ci is None else 100 * ci
             # The uprobes (their cost taken out) inside gilspy's interval, on both shares.

@@ -18,6 +18,7 @@ Runner add_info_command(CLI::App& app);
 Runner add_record_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
 Runner add_top_command(CLI::App& app);
+Runner add_check_command(CLI::App& app);
 
 // "1234" or "1234,1235" -> pids; throws Error(kUsage).
 std::vector<int> parse_pid_list(const std::string& text);

@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
   std::map<const CLI::App*, gilspy::cli::Runner> runners;
-  for (auto add : {gilspy::cli::add_info_command, gilspy::cli::add_record_command,
-                   gilspy::cli::add_top_command, gilspy::cli::add_convert_command}) {
+  for (auto add :
+       {gilspy::cli::add_info_command, gilspy::cli::add_record_command, gilspy::cli::add_top_command,
+        gilspy::cli::add_convert_command, gilspy::cli::add_check_command}) {
     const size_t before = app.get_subcommands({}).size();
     auto runner = add(app);
     runners[app.get_subcommands({})[before]] = std::move(runner);

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "cli/check_report.hpp"
 #include "cli/child_watch.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
@@ -54,6 +55,23 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
   return {0, ""};
 }
 
+// gilspy check's report for one target: the sampler's recording against the probes' totals.
+void print_check(const FinishedTarget& done, bool json, size_t max_rows) {
+  std::vector<ExactThreadTotal> exact;
+  if (done.target.sampler != nullptr) {
+    for (const auto& t : done.target.sampler->exact_totals()) exact.push_back({t.tid, t.hold_ns, t.wait_ns});
+  }
+  const std::vector<CheckRow> rows = check_rows(done.summary, exact);
+  const CheckHeader header{.pid = done.target.pid,
+                           .python_version = done.target.interp->binary.version.text(),
+                           .seconds = static_cast<double>(done.summary.duration_ns()) / 1e9,
+                           .figures = &done.figures};
+  const std::string text =
+      json ? check_json(header, rows).dump() + "\n" : format_check(header, rows, max_rows);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_record(const RecordOptions& o) {
@@ -64,6 +82,7 @@ int run_record(const RecordOptions& o) {
   bool stdout_gone = false;
   RecordJsonSink json_lines(session);
   RawFileSink files(o.output_dir, !o.no_trace, o.file_mode, [&](const FinishedTarget& done) {
+    if (o.check) return print_check(done, o.json, o.summary_threads);
     if (o.json) return json_lines.finished_target(done);
     if (stdout_gone) return;
     try {
@@ -80,7 +99,7 @@ int run_record(const RecordOptions& o) {
   session.add_sink(files);
   ChildWatchSink children;
   session.add_sink(children);
-  if (o.json) session.add_sink(json_lines);
+  if (o.json && !o.check) session.add_sink(json_lines);
 
   warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
   const SessionOutcome outcome = session.run();
@@ -99,7 +118,7 @@ int run_record(const RecordOptions& o) {
     exit = {1, fmt::format("{} could not be recorded (said above); the files hold the others", not_recorded)};
   }
   if (!exit.message.empty()) std::fprintf(stderr, "gilspy: %s\n", exit.message.c_str());  // never throws
-  if (o.json) json_lines.print_finished(exit.code, exit.message, outcome);
+  if (o.json && !o.check) json_lines.print_finished(exit.code, exit.message, outcome);
   return exit.code;
 }
 

@@ -31,6 +31,7 @@ struct RecordOptions {
   bool json = false;  // machine-readable results on stdout (record_json.hpp) instead of the summary
   double gc_threshold_ms = -1;  // --gc-threshold-ms: list GC collections at least this long (< 0: none)
   std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
+  bool check = false;  // gilspy check: the check report (check_report.hpp) instead of the summary
 };
 
 // Returns the exit code (see `gilspy record --help`).

@@ -350,14 +350,20 @@ void Session::Impl::prepare_target(RunningTarget& t) {
 // and the sampler records this target as without it.
 void Session::Impl::attach_exact(RunningTarget& t) {
   try {
+    // Measured before the probes go in: until the poll loop runs, nobody reads their rings.
+    if (!probe_cost) probe_cost = sampler::exact::measure_probe_cost(sampler::exact::find_tracefs());
     auto tracer = std::make_unique<sampler::exact::ExactTracer>(t.info.pid, t.interp.binary,
                                                                 sampler::ThreadWalker::kMaxThreads);
     // Its holds and waits begin when the probes were in: so does its recording (placing them takes a while).
     t.info.attached_ns = std::max(t.info.attached_ns, std::max<int64_t>(0, tracer->start_ns() - anchor_mono));
-    t.sampler->set_exact(std::move(tracer));
-    if (!probe_cost) probe_cost = sampler::exact::measure_probe_cost(sampler::exact::find_tracefs());
+    t.sampler->set_exact(std::move(tracer), options.loop.exact_shadow);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kUnavailable) throw;
+    if (options.loop.exact_shadow) {  // gilspy check has nothing to check against
+      throw Error(
+          ErrorKind::kUnavailable,
+          fmt::format("pid {}: cannot check the sampler: --exact is not possible: {}", t.info.pid, e.what()));
+    }
     note(fmt::format("pid {}: --exact is not possible: {}; recording it by sampling instead", t.info.pid,
                      escape_for_terminal(e.what())));
   }

@@ -42,8 +42,10 @@ struct PollLoopOptions {
   bool stop_when_targets_gone =
       true;               // false: keep polling (and taking new targets) when every target is gone
   bool read_gc = true;    // each poll also reads the GC state (SamplerOptions::read_gc); hidden --no-gc: not
-  bool exact =
-      false;  // --exact: holds and waits from uprobes (exact/exact_tracer.hpp), set up by the session
+  // --exact: holds and waits from uprobes (exact/exact_tracer.hpp), set up by the session; with exact_shadow
+  // (gilspy check) the polls' holds and waits are written and the probes' only added up beside them.
+  bool exact = false;
+  bool exact_shadow = false;
   StackOptions stacks{};  // Python stacks and thread names, read between polls (stack_options.hpp)
 };
 

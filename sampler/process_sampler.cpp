@@ -110,10 +110,35 @@ void ProcessSampler::emit(Kind&& record) {
   queue_.push(target_, std::forward<Kind>(record));  // a full queue is counted by the queue itself
 }
 
+void ProcessSampler::set_exact(std::unique_ptr<exact::ExactTracer> tracer, bool shadow) {
+  exact_ = std::move(tracer);
+  shadow_ = shadow;
+  if (shadow) exact_sink_.add_up();
+}
+
+ProcessSampler::ExactTotal& ProcessSampler::ExactSink::total(int32_t tid) {
+  for (ExactTotal& t : totals_) {
+    if (t.tid == tid) return t;
+  }
+  if (totals_.size() < totals_.capacity()) return totals_.emplace_back(ExactTotal{.tid = tid});
+  return overflow_;  // past kMaxThreads threads: not added up
+}
+
 void ProcessSampler::ExactSink::hold(int32_t tid, int64_t ts, int64_t dur) {
+  if (add_up_) {
+    // From the first poll on, where the polls' view of every thread begins (the probes came earlier).
+    const int64_t from = std::max(ts, s_.first_poll_ns_);
+    if (s_.started_ && ts + dur > from) total(tid).hold_ns += ts + dur - from;
+    return;
+  }
   s_.emit(raw::Hold{.tid = tid, .ts = ts, .dur = dur});
 }
 void ProcessSampler::ExactSink::wait(int32_t tid, int64_t ts, int64_t dur) {
+  if (add_up_) {
+    const int64_t from = std::max(ts, s_.first_poll_ns_);
+    if (s_.started_ && ts + dur > from) total(tid).wait_ns += ts + dur - from;
+    return;
+  }
   s_.emit(raw::Wait{.tid = tid, .ts = ts, .dur = dur});
 }
 
@@ -139,8 +164,9 @@ void ProcessSampler::set_role(Track& t, GilRole role, int64_t at) {
   t.changed = true;
   const int64_t dur = at - t.since_ns;
   // With --exact the probes say when each thread held and waited; the polls' roles still drive the rest.
-  if (t.role == GilRole::kHolding && !exact_) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
-  if (t.role == GilRole::kWaiting && !exact_) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  const bool polled = !exact_ || shadow_;
+  if (t.role == GilRole::kHolding && polled) emit(raw::Hold{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
+  if (t.role == GilRole::kWaiting && polled) emit(raw::Wait{.tid = t.ref.tid, .ts = t.since_ns, .dur = dur});
   const auto slot = static_cast<size_t>(&t - tracks_.data());  // a running collection counts its waits
   if (t.role == GilRole::kHolding) gc_.hold_closed(slot, t.ref.tid, t.since_ns, at);
   if (t.role == GilRole::kWaiting) gc_.wait_closed(slot, t.since_ns, at);
@@ -298,6 +324,7 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   if (!started_) {
     prev_ = g;
     t_prev_ = t_now;
+    first_poll_ns_ = t_now;
     started_ = true;
     rewalk(t_now);
     last_walk_ns_ = t_now;

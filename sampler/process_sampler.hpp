@@ -143,9 +143,17 @@ class ProcessSampler {
   // role change and read after each poll. Set before the first poll; null: none.
   void set_counters(ThreadCounters* counters) { thread_counters_ = counters; }
   // --exact: the holds and waits come from `tracer`'s probes instead of the polls (which go on for the
-  // threads, stacks and the GC). Set before the first poll.
-  void set_exact(std::unique_ptr<exact::ExactTracer> tracer) { exact_ = std::move(tracer); }
+  // threads, stacks and the GC). `shadow` (gilspy check): the polls' holds and waits are written as usual,
+  // the probes' only added up per thread (exact_totals()). Set before the first poll.
+  void set_exact(std::unique_ptr<exact::ExactTracer> tracer, bool shadow = false);
   const exact::ExactTracer* exact() const { return exact_.get(); }
+  bool exact_shadow() const { return exact_ != nullptr && shadow_; }
+  struct ExactTotal {
+    int32_t tid = 0;
+    int64_t hold_ns = 0, wait_ns = 0;
+  };
+  // Shadow mode: per thread, the probes' hold and wait time (read after the poll thread is done).
+  const std::vector<ExactTotal>& exact_totals() const { return exact_sink_.totals(); }
 
  private:
   // The exact tracer's intervals, as raw records on the queue.
@@ -154,9 +162,18 @@ class ProcessSampler {
     explicit ExactSink(ProcessSampler& s) : s_(s) {}
     void hold(int32_t tid, int64_t ts, int64_t dur) override;
     void wait(int32_t tid, int64_t ts, int64_t dur) override;
+    void add_up() {  // instead of writing records
+      totals_.reserve(ThreadWalker::kMaxThreads);
+      add_up_ = true;
+    }
+    const std::vector<ExactTotal>& totals() const { return totals_; }
 
    private:
+    ExactTotal& total(int32_t tid);
     ProcessSampler& s_;
+    std::vector<ExactTotal> totals_;  // shadow mode only: capacity reserved (more threads: not added)
+    ExactTotal overflow_;
+    bool add_up_ = false;
   };
   struct Track {
     bool active = false;
@@ -247,6 +264,8 @@ class ProcessSampler {
   std::unique_ptr<StackSampler> stacks_;  // null with --no-stacks or without a stack layout
   ThreadCounters* thread_counters_ = nullptr;
   std::unique_ptr<exact::ExactTracer> exact_;  // --exact only
+  bool shadow_ = false;
+  int64_t first_poll_ns_ = 0;
   ExactSink exact_sink_{*this};
 };
 

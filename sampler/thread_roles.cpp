@@ -122,7 +122,7 @@ void ProcessSampler::keep_running_waiters(const GilSample& g, uint64_t free_take
 // - else nothing could change: 0.
 // The windows' errors are independent (each sample's place in its window is drawn afresh), so they add.
 void ProcessSampler::note_uncertainty(const GilSample& g, bool unseen_handoffs, int64_t gap) {
-  if (exact_) return;  // the probes' intervals are exact: no variance to add
+  if (exact_ && !shadow_) return;  // the probes' intervals are exact: no variance to add
   const double l2 = static_cast<double>(gap) * static_cast<double>(gap);
   const bool flipped = g.locked != prev_.locked && g.last_holder == prev_.last_holder;
   for (const uint16_t i : active_) {

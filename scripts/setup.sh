@@ -22,7 +22,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# bench/ (uprobe ground truth): bpftrace detaches its uprobes through tracefs; mount it if the kernel did not.
+# record --exact defines its uprobes in tracefs, and bench/ (uprobe ground truth) has bpftrace detach its
+# uprobes through it: mount it if the kernel did not.
 if [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then
   if [ "$(id -u)" = 0 ]; then MOUNT=(mount); else MOUNT=(sudo -n mount); fi
   "${MOUNT[@]}" -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||

@@ -54,7 +54,7 @@ class ExactTracer {
   HandoffDecoder decoder_;
   std::vector<ProbeHit> pending_;  // sized once
   size_t used_ = 0;
-  int64_t last_drain_ = INT64_MIN;
+  int64_t last_drain_ = 0;  // CLOCK_MONOTONIC: the first drain comes at once
   bool finished_ = false;
 
   ExactCounters counters_;

@@ -121,6 +121,72 @@ def scenario_exact_churn(gilspy, python):
           f"(the sampler announced {len(raw.threads)})")
 
 
+WRITER = """
+import os, sys, threading, time
+stop = time.monotonic() + float(sys.argv[1])
+fd = os.open(os.devnull, os.O_WRONLY)
+def writer():
+    while time.monotonic() < stop:
+        os.write(fd, b"x")  # drops and takes the GIL at every call
+threads = [threading.Thread(target=writer) for _ in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+def scenario_exact_many_hits(gilspy, python):
+    """Two threads dropping and taking the GIL at every os.write, for 3 s: far more probe hits than the rings
+    hold (16 384 per CPU), so they must be read while recording; none lost, holds never overlapping, the GIL
+    never more than 100 % busy."""
+    skip_unless_uprobes()
+    d = tempfile.mkdtemp(prefix="gilspy-exact-")
+    run_gilspy(gilspy, "record", "--exact", "--no-trace", "-q", "-o", d, "--", python, "-c", WRITER, 3, check_rc=0)
+    raw = Raw(single_raw(d))
+    x = check_exact_summary(raw)
+    rings = 16384 * os.cpu_count()
+    check(x["probe_hits"] > rings, f"{x['probe_hits']} probe hits: fewer than the rings hold ({rings}), the test "
+                                   "proves nothing on this machine")
+    assert_no_overlapping_holds(raw)
+    check(raw.summary["gil_busy_share"] <= 1.0, f"GIL busy {raw.summary['gil_busy_share']:.3f}")
+    print(f"exact many hits: {x['probe_hits']} hits ({x['takes']} takes), none lost")
+
+
+def scenario_check(gilspy, python):
+    """gilspy check on 14 CPU threads and a sleeper (16 threads with main): one JSON object with every thread both
+    ways; the sampler and the probes agree on what the workload is known to do (each CPU thread holds a
+    fourteenth of the GIL, give or take; the sleeper holds almost nothing), and on each other within 3 pp (the
+    sampler's bench accuracy is 1 pp; the probes slow the threads they trap, which both sides see, and 3 s at
+    ~500 polls a second leaves ±1.3 pp of sampling error); nothing is written; a pid that is gone is one line."""
+    skip_unless_uprobes()
+    w = Workload(python, "cpu_and_sleeper.py", 30, 14)
+    try:
+        before = set(os.listdir("."))
+        out = run_gilspy(gilspy, "check", "-p", w.pid, "-d", 3, "--json", check_rc=0)
+        check(set(os.listdir(".")) == before, "check wrote files into the current folder")
+        doc = json.loads(out.stdout)
+        rows = {t["tid"]: t for t in doc["threads"]}
+        for tid in w.info["cpu"] + [w.info["sleeper"], w.pid]:
+            check(tid in rows and rows[tid]["seen_by_sampler"], f"thread {tid} missing from the check: {sorted(rows)}")
+        for tid in w.info["cpu"]:
+            r = rows[tid]
+            for side in ("sampled", "exact"):
+                check(0.03 <= r[side]["hold_share"] <= 0.12,
+                      f"CPU thread {tid}: {side} hold {r[side]['hold_share']:.3f}, expected about 1/14")
+            check(abs(r["hold_diff_pp"]) <= 3 and abs(r["wait_diff_pp"]) <= 3, f"CPU thread {tid}: {r}")
+        s = rows[w.info["sleeper"]]
+        check(s["exact"]["hold_share"] < 0.02 and s["sampled"]["hold_share"] < 0.02, f"sleeper: {s}")
+        check(doc["threads_judged"] >= 15 and doc["cost"]["exact_takes"] > 0, f"check summary: {doc}")
+        print(f"check: interval held for {doc['intervals_held']} of {doc['threads_judged']} threads; worst hold "
+              f"{max(abs(t['hold_diff_pp']) for t in doc['threads']):.2f} pp, wait "
+              f"{max(abs(t['wait_diff_pp']) for t in doc['threads']):.2f} pp")
+    finally:
+        w.kill()
+    gone = run_gilspy(gilspy, "check", "-p", w.pid, "-d", 1)
+    lines = gone.stderr.strip().splitlines()
+    check(gone.returncode != 0 and len(lines) == 1 and str(w.pid) in lines[0],
+          f"check on a gone pid: exit {gone.returncode}, stderr {gone.stderr!r}")
+
+
 def probe_address(pid, function):
     """Where `function` (take_gil) of pid's interpreter binary lies in its memory, and the file's byte there."""
     lib = None
@@ -216,6 +282,8 @@ def scenario_exact_stripped(gilspy, python):
 SCENARIOS = {
     "exact_cpu_and_sleeper": scenario_exact_cpu_and_sleeper,
     "exact_churn": scenario_exact_churn,
+    "exact_many_hits": scenario_exact_many_hits,
+    "check": scenario_check,
     "exact_killed": scenario_exact_killed,
     "exact_stripped": scenario_exact_stripped,
 }
