@@ -363,6 +363,10 @@ def main():
     ap.add_argument("--json-out")
     ap.add_argument("--brief", action="store_true", help="only the summary lines per run, no per-thread rows")
     ap.add_argument("--check-threads", action="store_true")
+    ap.add_argument("--max-error", type=float, metavar="PP",
+                    help="a test: exit 1 unless every thread's hold and wait (adj) are within PP of the uprobes, "
+                         "and both sides saw the same threads (e.g. --modes exact=--exact --max-error 0.5); 77 "
+                         "where uprobes or an interpreter are missing")
     ap.add_argument("--truth", choices=("func", "lock"), default="func",
                     help="func (default): hold = take_gil's return .. drop_gil's entry, the probes' own cost "
                          "taken out in the 'adj' columns (measured at the start); lock: hold = the lock word's "
@@ -384,7 +388,8 @@ def main():
     args.gilspy = benchlib.snapshot_gilspy(args.gilspy)
     cost_given = args.probe_cost
     args.probe_cost = {"wait_ns": cost_given} if cost_given is not None else None
-    if cost_given is None and not args.check_threads:
+    testing = args.check_threads or args.max_error is not None
+    if cost_given is None and not testing:
         for spec in args.python.split(","):
             python = benchlib.find_python(spec)
             if python:
@@ -401,14 +406,14 @@ def main():
         python = benchlib.find_python(spec)
         if not python:
             print(f"\n== Python {spec}: not found, skipped")
-            if args.check_threads:
+            if testing:
                 print(f"SKIPPED: Python {spec} not found under {benchlib.pyenv_root()}/versions")
                 return 77
             continue
         for w in args.workloads.split(","):
             for mode in args.modes:
                 row = run_one(python, w, mode, args)
-                if args.check_threads and row.get("uprobe_unavailable"):
+                if testing and row.get("uprobe_unavailable"):
                     print(f"SKIPPED: uprobes unavailable: {row['uprobe_unavailable']}")
                     return 77
                 rows.append(row)
@@ -423,6 +428,15 @@ def main():
         for r in bad:
             print(f"FAIL: Python {r['python']} workload {r['workload']}: "
                   f"{r.get('error') or 'threads differ: only gilspy ' + str(r.get('threads_only_gilspy')) + ', only uprobes ' + str(r.get('threads_only_uprobe'))}")
+        return 1 if bad or not rows else 0
+    if args.max_error is not None:
+        bad = [r for r in rows if "threads" not in r or not r.get("same_threads") or r.get("error")
+               or r["max_da_hold_pp"] > args.max_error or r["max_da_wait_pp"] > args.max_error]
+        for r in bad:
+            print(f"FAIL: Python {r['python']} workload {r['workload']} mode {r['mode']}: "
+                  + (r.get("error") or f"hold {r.get('max_da_hold_pp', float('nan')):.2f} pp, wait "
+                     f"{r.get('max_da_wait_pp', float('nan')):.2f} pp (limit {args.max_error}); same threads: "
+                     f"{r.get('same_threads')}"))
         return 1 if bad or not rows else 0
     return 0
 

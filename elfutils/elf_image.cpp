@@ -95,8 +95,9 @@ ElfImage ElfImage::from_fd(int fd, const std::string& path) {
   return image;
 }
 
-std::optional<Symbol> ElfImage::symbol(const std::string& name) const {
-  // .dynsym first (always there), then .symtab (absent in stripped binaries).
+void ElfImage::for_each_symbol(
+    const std::function<bool(const char* name, const GElf_Sym& sym)>& visit) const {
+  // .dynsym first (always there), then .symtab (absent in stripped binaries). Defined symbols only.
   for (const auto wanted : {SHT_DYNSYM, SHT_SYMTAB}) {
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(impl_->elf, scn)) != nullptr) {
@@ -108,38 +109,32 @@ std::optional<Symbol> ElfImage::symbol(const std::string& name) const {
       for (size_t i = 0; i < count; ++i) {
         GElf_Sym sym;
         if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
-        const char* sym_name = elf_strptr(impl_->elf, sh.sh_link, sym.st_name);
-        if (sym_name != nullptr && name == sym_name) return Symbol{sym.st_value, sym.st_size};
+        const char* name = elf_strptr(impl_->elf, sh.sh_link, sym.st_name);
+        if (name != nullptr && !visit(name, sym)) return;
       }
     }
   }
-  return std::nullopt;
+}
+
+std::optional<Symbol> ElfImage::symbol(const std::string& name) const {
+  std::optional<Symbol> found;
+  for_each_symbol([&](const char* sym_name, const GElf_Sym& sym) {
+    if (name != sym_name) return true;
+    found = Symbol{sym.st_value, sym.st_size};
+    return false;
+  });
+  return found;
 }
 
 std::vector<NamedSymbol> ElfImage::functions_where(const std::function<bool(std::string_view)>& keep) const {
   std::vector<NamedSymbol> found;
-  for (const auto wanted : {SHT_DYNSYM, SHT_SYMTAB}) {
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(impl_->elf, scn)) != nullptr) {
-      GElf_Shdr sh;
-      if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != static_cast<unsigned>(wanted)) continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (data == nullptr || sh.sh_entsize == 0) continue;
-      const size_t count = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym sym;
-        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF ||
-            GELF_ST_TYPE(sym.st_info) != STT_FUNC) {
-          continue;
-        }
-        const char* name = elf_strptr(impl_->elf, sh.sh_link, sym.st_name);
-        if (name == nullptr || !keep(name)) continue;
-        const bool known =
-            std::any_of(found.begin(), found.end(), [&](const NamedSymbol& s) { return s.name == name; });
-        if (!known) found.push_back({name, Symbol{sym.st_value, sym.st_size}});
-      }
-    }
-  }
+  for_each_symbol([&](const char* name, const GElf_Sym& sym) {
+    if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !keep(name)) return true;
+    const bool known =
+        std::any_of(found.begin(), found.end(), [&](const NamedSymbol& s) { return s.name == name; });
+    if (!known) found.push_back({name, Symbol{sym.st_value, sym.st_size}});
+    return true;
+  });
   return found;
 }
 

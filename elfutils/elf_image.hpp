@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <gelf.h>
+
 namespace gilspy::elf {
 
 struct Symbol {
@@ -64,6 +66,8 @@ class ElfImage {
   std::optional<std::vector<uint8_t>> section_bytes(const std::string& name) const;
 
  private:
+  // Every defined symbol of .dynsym, then .symtab, until `visit` returns false.
+  void for_each_symbol(const std::function<bool(const char* name, const GElf_Sym& sym)>& visit) const;
   struct Impl;
   explicit ElfImage(std::unique_ptr<Impl> impl);
   static ElfImage from_fd(int fd, const std::string& path);  // takes the descriptor

@@ -125,21 +125,18 @@ ProcessSampler::ExactTotal& ProcessSampler::ExactSink::total(int32_t tid) {
 }
 
 void ProcessSampler::ExactSink::hold(int32_t tid, int64_t ts, int64_t dur) {
-  if (add_up_) {
-    // From the first poll on, where the polls' view of every thread begins (the probes came earlier).
-    const int64_t from = std::max(ts, s_.first_poll_ns_);
-    if (s_.started_ && ts + dur > from) total(tid).hold_ns += ts + dur - from;
-    return;
-  }
-  s_.emit(raw::Hold{.tid = tid, .ts = ts, .dur = dur});
+  if (!add_up_) return s_.emit(raw::Hold{.tid = tid, .ts = ts, .dur = dur});
+  total(tid).hold_ns += from_first_poll(ts, dur);
 }
 void ProcessSampler::ExactSink::wait(int32_t tid, int64_t ts, int64_t dur) {
-  if (add_up_) {
-    const int64_t from = std::max(ts, s_.first_poll_ns_);
-    if (s_.started_ && ts + dur > from) total(tid).wait_ns += ts + dur - from;
-    return;
-  }
-  s_.emit(raw::Wait{.tid = tid, .ts = ts, .dur = dur});
+  if (!add_up_) return s_.emit(raw::Wait{.tid = tid, .ts = ts, .dur = dur});
+  total(tid).wait_ns += from_first_poll(ts, dur);
+}
+// Shadow mode counts from the first poll on, where the polls' view of every thread begins (the probes came
+// earlier).
+int64_t ProcessSampler::ExactSink::from_first_poll(int64_t ts, int64_t dur) const {
+  const int64_t from = std::max(ts, s_.first_poll_ns_);
+  return s_.started_ && ts + dur > from ? ts + dur - from : 0;
 }
 
 void ProcessSampler::emit_stats(int64_t t_now, uint64_t late, uint64_t missed) {

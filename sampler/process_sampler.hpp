@@ -170,6 +170,7 @@ class ProcessSampler {
 
    private:
     ExactTotal& total(int32_t tid);
+    int64_t from_first_poll(int64_t ts, int64_t dur) const;
     ProcessSampler& s_;
     std::vector<ExactTotal> totals_;  // shadow mode only: capacity reserved (more threads: not added)
     ExactTotal overflow_;

@@ -182,6 +182,19 @@ class Raw:
         return self.meta["clock"]["monotonic_ns"] + ts
 
 
+def cpu_time_in_window(marks, start_ns, end_ns):
+    """CPU time (ns) a workload thread spent between two CLOCK_MONOTONIC instants, from its [mono, cpu, n]
+    marks (common.spin_until: about every 10 ms), interpolated between marks."""
+    def cpu_at(t):
+        if t <= marks[0][0]:
+            return marks[0][1]
+        for (t0, c0, _), (t1, c1, _) in zip(marks, marks[1:]):
+            if t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / max(1, t1 - t0)
+        return marks[-1][1]
+    return cpu_at(end_ns) - cpu_at(start_ns)
+
+
 def single_raw(directory):
     files = glob.glob(os.path.join(directory, "GIL_*_rank_*.json"))
     files = [f for f in files if not f.endswith(".trace.json")]

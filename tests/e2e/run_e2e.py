@@ -21,7 +21,8 @@ import scenarios_jobs
 import scenarios_stacks
 import scenarios_summary
 from harness import (Failure, Raw, Workload, assert_lanes_do_not_overlap, assert_no_overlapping_holds, check,
-                     check_trace, main, run_gilspy, run_trace_checker, single_raw, workload_env, WORKLOADS)
+                     check_trace, cpu_time_in_window, main, run_gilspy, run_trace_checker, single_raw, workload_env,
+                     WORKLOADS)
 
 
 def one_line_error(out, *needles):
@@ -99,19 +100,6 @@ def scenario_info_early(gilspy, python):
 
 
 # --- issue 3: gilspy record ---------------------------------------------------------------------------------
-
-def cpu_time_in_window(marks, start_ns, end_ns):
-    """CPU time (ns) a workload thread spent between two CLOCK_MONOTONIC instants, from its [mono, cpu, n]
-    marks (spin_until), interpolated between marks (10 ms apart)."""
-    def cpu_at(t):
-        if t <= marks[0][0]:
-            return marks[0][1]
-        for (t0, c0, _), (t1, c1, _) in zip(marks, marks[1:]):
-            if t <= t1:
-                return c0 + (c1 - c0) * (t - t0) / max(1, t1 - t0)
-        return marks[-1][1]
-    return cpu_at(end_ns) - cpu_at(start_ns)
-
 
 def check_cpu_and_sleeper(raw, roles):
     # A CPU-bound thread computes only while it holds the GIL, so its CPU time inside the recording is a lower

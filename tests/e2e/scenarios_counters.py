@@ -13,7 +13,8 @@ import sys
 import tempfile
 import time
 
-from harness import (WORKLOADS, Failure, Raw, check, check_trace, run_gilspy, single_raw, workload_env)
+from harness import (WORKLOADS, Failure, Raw, check, check_trace, cpu_time_in_window, run_gilspy, single_raw,
+                     workload_env)
 
 SKIP = 77
 
@@ -28,19 +29,6 @@ def counter_thread(counters, tid):
         if t["tid"] == tid:
             return t
     raise Failure(f"thread {tid} has no counter figures (threads: {[t['tid'] for t in counters['threads']]})")
-
-
-def cpu_in_window(marks, start_ns, end_ns):
-    """A workload thread's own CPU time between two CLOCK_MONOTONIC instants, from its [mono, cpu, n] marks
-    (common.spin_until: about every 10 ms), interpolated between marks."""
-    def cpu_at(t):
-        if t <= marks[0][0]:
-            return marks[0][1]
-        for (t0, c0, _), (t1, c1, _) in zip(marks, marks[1:]):
-            if t <= t1:
-                return c0 + (c1 - c0) * (t - t0) / max(1, t1 - t0)
-        return marks[-1][1]
-    return cpu_at(end_ns) - cpu_at(start_ns)
 
 
 def piece_window(raw, tid):
@@ -112,7 +100,7 @@ def scenario_counters(gilspy, python):
               f"(+{unseen_ns / 1e6:.0f} ms allowed for {unseen} unseen hand-offs)")
         # Its own clock agrees with gilspy's over the same window (marks every 10 ms: +-20 ms; schedstat's lag).
         start, end = piece_window(raw, tid)
-        own = cpu_in_window(marks[str(tid)], start, end)
+        own = cpu_time_in_window(marks[str(tid)], start, end)
         seen = hold["cpu_ns"] + wait["cpu_ns"] + rel["cpu_ns"]
         check(abs(seen - own) <= 0.05 * own + 25e6,
               f"thread {tid}: gilspy saw {seen / 1e6:.0f} ms on a CPU, the thread's own clock {own / 1e6:.0f} ms")

@@ -10,8 +10,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (WORKLOADS, Raw, Workload, assert_no_overlapping_holds, check, check_trace, run_gilspy,
-                     single_raw, workload_env)
+from harness import (WORKLOADS, Raw, Workload, assert_no_overlapping_holds, check, check_trace, cpu_time_in_window,
+                     run_gilspy, single_raw, workload_env)
 
 SKIP = 77
 
@@ -41,18 +41,6 @@ def check_exact_summary(raw):
     for t in raw.summary["threads"]:
         check(t["hold_share_ci95"] in (0, 0.0), f"thread {t['tid']}: ±95 {t['hold_share_ci95']}, exact is exact")
     return x
-
-
-def cpu_time_in_window(marks, start_ns, end_ns):
-    """A workload thread's CPU time between two CLOCK_MONOTONIC instants from its [mono, cpu, n] marks."""
-    def cpu_at(t):
-        if t <= marks[0][0]:
-            return marks[0][1]
-        for (t0, c0, _), (t1, c1, _) in zip(marks, marks[1:]):
-            if t <= t1:
-                return c0 + (c1 - c0) * (t - t0) / max(1, t1 - t0)
-        return marks[-1][1]
-    return cpu_at(end_ns) - cpu_at(start_ns)
 
 
 def scenario_exact_cpu_and_sleeper(gilspy, python):
