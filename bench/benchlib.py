@@ -350,8 +350,9 @@ class Raw:
         self.meta = doc["meta"]
         self.summary = doc.get("summary", {})
         base = self.meta["clock"]["monotonic_ns"]
-        self.start_ns = base
-        self.end_ns = base + int(self.summary.get("duration_ns", 0))
+        # The recording starts at summary.start_ns after the clock's anchor (--exact: when its probes were in).
+        self.start_ns = base + int(self.summary.get("start_ns", 0))
+        self.end_ns = self.start_ns + int(self.summary.get("duration_ns", 0))
         self.threads = {}
         self.holds = {}
         self.waits = {}

@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
+import exact_truth  # noqa: E402
 import uprobe_gil  # noqa: E402
 
 DEFAULT_PYTHONS = "3.8,3.9,3.10,3.11,3.12,3.13"
@@ -53,6 +54,11 @@ def calibrate(python, args):
     the lock word, sees take_ns and drop_ns as holding; on a thread that takes the GIL thousands of times a
     second that is points of its time. None when uprobes are unavailable."""
     wl = benchlib.Workload(python, "cal", seconds=600)
+    if args.truth == "exact":
+        try:
+            return exact_truth.calibrate(args.gilspy, wl.pid, wl.ready["threads"][0]["tid"])
+        finally:
+            wl.stop()
     try:
         cost_addr = benchlib.gil_address(args.gilspy, wl.pid) if args.truth == "func" else None
         tr = uprobe_gil.UprobeTracer(wl.pid, 0.2, 0.6, gil_addr=lock_address(args, wl.pid),
@@ -78,6 +84,7 @@ def run_one(python, workload, mode, args):
     label, words = mode
     wl = benchlib.Workload(python, workload, seconds=600)
     gs = None
+    ex = None
     tracer = None
     row = {"python": wl.ready["python"], "python_path": python, "workload": workload, "pid": wl.pid,
            "mode": label, "mode_args": shlex.join(words), "truth": args.truth}
@@ -86,16 +93,21 @@ def run_one(python, workload, mode, args):
         if words[:1] and words[0].startswith("@"):  # another build, side by side with --gilspy's (as cost.py)
             binary, words = benchlib.snapshot_gilspy(words[0][1:]), words[1:]
         gs = benchlib.Gilspy(binary, wl.pid, None, extra=words, prefix=args.prefix.split())
-        try:
-            tracer = uprobe_gil.UprobeTracer(wl.pid, args.lead, args.window, events=args.confusion,
-                                             gil_addr=lock_address(args, wl.pid)).start()
-            tracer.wait_attached()
-            S, E = tracer.start_ns, tracer.end_ns
-        except uprobe_gil.Unavailable as e:
-            row["uprobe_unavailable"] = str(e)
-            tracer = None
-            S = benchlib.monotonic_ns() + int(args.lead * 1e9)
-            E = S + int(args.window * 1e9)
+        if args.truth == "exact":
+            ex = exact_truth.start(args.gilspy, wl.pid)
+        if args.truth != "exact" or args.referee:
+            try:
+                tracer = uprobe_gil.UprobeTracer(wl.pid, args.lead, args.window, events=args.confusion,
+                                                 gil_addr=lock_address(args, wl.pid)).start()
+                tracer.wait_attached()
+                S, E = tracer.start_ns, tracer.end_ns
+            except uprobe_gil.Unavailable as e:
+                row["uprobe_unavailable"] = str(e)
+                tracer = None
+                S = benchlib.monotonic_ns() + int(args.lead * 1e9)
+                E = S + int(args.window * 1e9)
+        else:
+            S, E = exact_truth.window_after_attach(args.lead, args.window)
         row["window"] = [S, E]
         up = None
         if tracer:
@@ -104,8 +116,10 @@ def run_one(python, workload, mode, args):
             except uprobe_gil.Unavailable as e:
                 row["uprobe_unavailable"] = str(e)
         else:
-            time.sleep(max(0.0, (E - benchlib.monotonic_ns()) / 1e9 + 0.05))
+            exact_truth.wait_until(E)
         gs.stop()
+        if ex:
+            ex.stop()
         if benchlib.monotonic_ns() < E:
             row["error"] = "gilspy ended before the window did"
     finally:
@@ -116,6 +130,8 @@ def run_one(python, workload, mode, args):
                 tracer.stop()
             if gs and gs.rc is None:
                 gs.stop()
+            if ex and ex.rc is None:
+                ex.stop()
         finally:
             result = wl.stop()
     row["workload_result"] = result
@@ -137,6 +153,15 @@ def run_one(python, workload, mode, args):
         row["error"] = (f"gilspy's recording [{raw.start_ns}, {raw.end_ns}] does not cover the window [{S}, {E}] "
                         f"(exit {gs.rc}: {gs.stderr.strip()[-300:]})")
     W = E - S
+    if ex:
+        referee = up
+        try:
+            up = exact_truth.truth_of(ex, S, E)
+        except ValueError as e:
+            row["error"] = str(e)
+            up = None
+        if up and referee:
+            row["referee"] = exact_truth.agreement(up, referee, W)
     summ = raw.summary
     row["gilspy"] = {k: summ.get(k) for k in ("coverage", "handoffs_seen", "handoffs_total", "polls", "late_polls",
                                                "missed_polls", "rate_achieved_hz", "rate_asked_hz",
@@ -179,8 +204,9 @@ def run_one(python, workload, mode, args):
             # handler's time before locked = 0 goes from released to hold. Without the split (the lock word as
             # truth, or no GIL address) it all goes to the hold with the function boundaries, to released with
             # the lock word.
-            t["da_hold_pp"], t["da_wait_pp"], t["u_probe"] = adjusted(t, args.probe_cost, args.truth, W)
-            if raw.meta.get("mode") == "exact" and args.truth == "func":
+            t["da_hold_pp"], t["da_wait_pp"], t["u_probe"] = adjusted(
+                t, args.probe_cost, "func" if args.truth == "exact" else args.truth, W)
+            if raw.meta.get("mode") == "exact" and args.truth in ("func", "exact"):
                 # gilspy --exact probes the same function boundaries, its hits costing what the truth's do:
                 # compared as they are, and it claims no interval.
                 t["da_hold_pp"], t["da_wait_pp"] = t["d_hold_pp"], t["d_wait_pp"]
@@ -292,6 +318,10 @@ def print_row(row, brief):
               f"same threads: {'yes' if row['same_threads'] else 'NO'}"
               + (f" (only gilspy: {row['threads_only_gilspy']}, only uprobes: {row['threads_only_uprobe']})"
                  if not row["same_threads"] else ""))
+    if row.get("referee"):
+        r = row["referee"]
+        print(f"   the two ground truths (gilspy --exact, bpftrace's uprobes): max |Δ| hold {r['max_hold_pp']:.2f} pp, "
+              f"wait {r['max_wait_pp']:.2f} pp")
 
 
 def print_summary(rows):
@@ -367,13 +397,17 @@ def main():
                     help="a test: exit 1 unless every thread's hold and wait (adj) are within PP of the uprobes, "
                          "and both sides saw the same threads (e.g. --modes exact=--exact --max-error 0.5); 77 "
                          "where uprobes or an interpreter are missing")
-    ap.add_argument("--truth", choices=("func", "lock"), default="func",
+    ap.add_argument("--referee", action="store_true",
+                    help="with --truth exact: bpftrace's uprobes on the same process too, and the two ground "
+                         "truths' agreement printed (both cost the target: their probes add up)")
+    ap.add_argument("--truth", choices=("func", "lock", "exact"), default="func",
                     help="func (default): hold = take_gil's return .. drop_gil's entry, the probes' own cost "
                          "taken out in the 'adj' columns (measured at the start); lock: hold = the lock word's "
                          "locked=1 .. locked=0, marked by take_gil's and drop_gil's pthread_cond_signal on "
                          "gil->switch_cond / gil->cond, right after each store. Diagnostic: its libc probe traps "
                          "every pthread_cond_signal of the machine, and on two CPUs the load starves the "
-                         "workloads' threads (seen: waits off by 8-35 pp where func is within 2)")
+                         "workloads' threads (seen: waits off by 8-35 pp where func is within 2); exact: a second "
+                         "gilspy, `record --exact`, on the same process (no bpftrace needed; --referee adds it)")
     ap.add_argument("--probe-cost", type=float, help="the probes' time inside take_gil per take in ns, all moved to "
                                                         "the hold (default: measured at the start, split)")
     ap.add_argument("--keep", metavar="DIR", help="keep gilspy's raw files and the uprobe results there")

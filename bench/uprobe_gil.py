@@ -131,7 +131,10 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
   $S = @S; $E = @E;
   $s = @ws[tid];
   // No start: the wait began before we attached (count it from then), or, for a thread seen since, an
-  // event was lost: count that and leave the interval out.
+  // event was lost: count that and leave the interval out. Every probe counts only from BEGIN (@X is 0 before:
+  // bpftrace attaches the probes one by one, and a thread's drop_gil seen before its next take_gil's entry was
+  // probed made a starved thread's wait "lost") to @X, when bpftrace exits (probes that fired while it printed
+  // its maps moved an open wait out of @ws after @wait_ns was printed: lost from both, seen 4-22 pp).
   if ($s == 0) {{ if (@seen[tid]) {{ $s = $now; if ($now >= $S && $now < $E) {{ @wait_lost_start = count(); }} }} else {{ $s = @t0; @wait_unknown_start = count(); }} }}
   delete(@ws[tid]);
   $a = $s; if ($a < $S) {{ $a = $S; }}
@@ -177,7 +180,7 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
         cond, switch_cond = gil + 32, gil + 120
         ret_body, drop_body, ev_drop_fn = "", "", ""
         # One probe block: bpftrace 0.17 attaches only one of two blocks that name the same address.
-        lock_probe = (f"uprobe:{libc}:{hex(sig_addr)} /pid == {P} && (arg0 == {switch_cond} || arg0 == {cond})/ {{\n"
+        lock_probe = (f"uprobe:{libc}:{hex(sig_addr)} /pid == {P} && nsecs < @X && (arg0 == {switch_cond} || arg0 == {cond})/ {{\n"
                       f"  $now = nsecs;\n  if (arg0 == {switch_cond}) {{{start_hold}  }} else {{ {ev_drop}{end_hold}  }}\n}}\n")
     else:
         ret_body, drop_body, ev_drop_fn, lock_probe = start_hold, end_hold, ev_drop, ""
@@ -187,7 +190,7 @@ def program(pid, lib, takes, drops, lead_ns, window_ns, tail_ns, events=False, l
             ret_body += ("  if (@tl[tid]) { @take_after_lock = sum($now - @tl[tid]); @takes_lock = count(); "
                          "delete(@tl[tid]); }\n")
             drop_body += "  @de[tid] = $now;\n"
-            lock_probe = (f"uprobe:{libc}:{hex(sig_addr)} /pid == {P} && (arg0 == {switch_cond} || arg0 == {cond})/ {{\n"
+            lock_probe = (f"uprobe:{libc}:{hex(sig_addr)} /pid == {P} && nsecs < @X && (arg0 == {switch_cond} || arg0 == {cond})/ {{\n"
                           f"  if (arg0 == {switch_cond}) {{ @tl[tid] = nsecs; }}\n"
                           f"  else if (@de[tid]) {{ @drop_before_unlock = sum(nsecs - @de[tid]); @drops_lock = count(); "
                           f"delete(@de[tid]); }}\n}}\n")
@@ -197,7 +200,7 @@ BEGIN {{
   printf("ATTACHED %lld\\n", @t0);
 }}
 
-{take_entry} /pid == {P}/ {{
+{take_entry} /pid == {P} && nsecs < @X/ {{
   $now = nsecs;
   // (counted inside the window only: while bpftrace attaches its probes one by one, events do go missing)
   if (@ws[tid] && $now >= @S && $now < @E) {{ @wait_lost_end = count(); }}
@@ -206,12 +209,12 @@ BEGIN {{
   if ($now >= @S && $now < @E) {{ @takes_in_window = count(); }}
 }}
 
-{take_ret} /pid == {P}/ {{
+{take_ret} /pid == {P} && nsecs < @X/ {{
   $now = nsecs;
   {ret_body}
 }}
 
-{drop_entry} /pid == {P}/ {{
+{drop_entry} /pid == {P} && nsecs < @X/ {{
   $now = nsecs;
   @calls_drop[tid] = count(); {ev_drop_fn}
   {drop_body}

@@ -80,6 +80,18 @@ Verdict verdict_of(const std::vector<CheckRow>& rows) {
 
 }  // namespace
 
+double CheckCpu::progress_change() const {
+  return untraced_user_cpus > 0 ? window_user_cpus / untraced_user_cpus - 1 : 0;
+}
+
+double CheckCpu::progress_change_ci95() const {
+  if (untraced_user_cpus <= 0 || window_user_cpus <= 0 || untraced_s <= 0 || window_s <= 0) return 0;
+  // Each thread's tick count is rounded at both ends of a stretch: uniform errors of one tick, sd 1/sqrt(12)
+  const double sd_s = std::sqrt(2.0 * threads / 12.0) * tick_s;
+  const double a = sd_s / untraced_s / untraced_user_cpus, b = sd_s / window_s / window_user_cpus;
+  return 1.96 * (1 + progress_change()) * std::sqrt(a * a + b * b);
+}
+
 std::string format_check(const CheckHeader& h, const std::vector<CheckRow>& rows, size_t max_rows) {
   std::string out;
   const Verdict v = verdict_of(rows);
@@ -134,6 +146,20 @@ std::string format_check(const CheckHeader& h, const std::vector<CheckRow>& rows
         "  cost: the sampler took {:.1f} % of a core of gilspy's; the probes {:.0f} takes a second at "
         "{:.1f} us per take and drop, about {:.1f} % of a core in the target\n",
         100 * f.gilspy_cpu_share, takes_per_s, per / 1000, 100 * takes_per_s * per / 1e9);
+    if (h.cpu) {
+      const CheckCpu& c = *h.cpu;
+      fmt::format_to(
+          std::back_inserter(out),
+          "  measured in the target (its threads' CPU time, against {:.1f} s untraced just before): "
+          "user-mode work (its progress) {:+.1f} % ±{:.1f}, kernel time {:+.1f} % of a core (the "
+          "probes' traps run in its threads)\n",
+          c.untraced_s, 100 * c.progress_change(), 100 * c.progress_change_ci95(),
+          100 * c.extra_system_cpus());
+    } else {
+      fmt::format_to(std::back_inserter(out), "  measured in the target: not measured ({})\n",
+                     h.cpu_watched ? "its threads could not be read over the whole window"
+                                   : "a launched program has no untraced stretch before it");
+    }
     if (x.lost > 0 || x.throttled > 0) {
       fmt::format_to(
           std::back_inserter(out),
@@ -175,6 +201,17 @@ nlohmann::json check_json(const CheckHeader& h, const std::vector<CheckRow>& row
                    {"exact_take_cost_ns", x.take_cost_ns},
                    {"exact_drop_cost_ns", x.drop_cost_ns},
                    {"exact_lost_hits", x.lost}};
+    if (h.cpu) {
+      const CheckCpu& c = *h.cpu;
+      out["cost"]["measured"] = {{"untraced_s", c.untraced_s},
+                                 {"window_s", c.window_s},
+                                 {"untraced_user_cpus", c.untraced_user_cpus},
+                                 {"untraced_system_cpus", c.untraced_system_cpus},
+                                 {"window_user_cpus", c.window_user_cpus},
+                                 {"window_system_cpus", c.window_system_cpus},
+                                 {"progress_change", c.progress_change()},
+                                 {"progress_change_ci95", c.progress_change_ci95()}};
+    }
   }
   return out;
 }

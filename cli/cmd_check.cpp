@@ -4,12 +4,20 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 
+#include "cli/check_cpu_watch.hpp"
 #include "cli/commands.hpp"
 #include "cli/record_session.hpp"
 #include "cli/target_options.hpp"
 
 namespace gilspy::cli {
+
+namespace {
+// Long enough for a steady workload's CPU use to settle to a tenth of a percent (50 ms reads, ns counters)
+// while check still ends within -d + 2 s.
+constexpr double kUntracedSeconds = 0.8;
+}  // namespace
 
 Runner add_check_command(CLI::App& app) {
   auto opts = std::make_shared<RecordOptions>();
@@ -26,8 +34,10 @@ Runner add_check_command(CLI::App& app) {
       "Per thread: hold and wait shares from the polls and from the probes, their difference in percentage\n"
       "points, the sampler's 95 % interval (±95%) and whether the probes' shares lie inside it (HELD). About "
       "19\n"
-      "threads in 20 should. The probes cost the target time at every take and drop (the report says how\n"
-      "much), so the workload runs a little slower than it does under the sampler alone. Needs what --exact\n"
+      "threads in 20 should. The probes cost the target time at every take and drop, so the workload runs\n"
+      "a little slower than under the sampler alone: the report estimates it from the probes' hits and\n"
+      "measures it in the target (its threads' user-mode CPU time, its progress, against 0.8 s untraced\n"
+      "before gilspy attaches: a check of a running process takes -d + about 1 s). Needs what --exact\n"
       "needs (root, tracefs, an interpreter with symbols); without it, an error says what is missing.\n"
       "Sampler options (-r, --cpu-budget, --busy) choose the sampler that is checked. -o DIR keeps the\n"
       "sampler's raw file; by default nothing is written.");
@@ -73,6 +83,13 @@ Runner add_check_command(CLI::App& app) {
         throw Error(ErrorKind::kIo, "cannot make a folder in /tmp for check");
       scratch = opts->output_dir = pattern;
       opts->no_trace = true;
+    }
+    // The target's CPU, read from an untraced stretch before attaching to past the window (a launched
+    // program has none: not measured). The stretch is part of check's time: -d + about 1 s.
+    std::optional<CheckCpuWatch> cpu;
+    if (!opts->pids.empty()) {
+      cpu.emplace(std::vector<pid_t>(opts->pids.begin(), opts->pids.end()), kUntracedSeconds);
+      opts->check_cpu = &*cpu;
     }
     const int code = run_record(*opts);
     if (!scratch.empty()) {

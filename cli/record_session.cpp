@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "cli/check_cpu_watch.hpp"
 #include "cli/check_report.hpp"
 #include "cli/child_watch.hpp"
 #include "cli/launch.hpp"
@@ -56,16 +57,22 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
 }
 
 // gilspy check's report for one target: the sampler's recording against the probes' totals.
-void print_check(const FinishedTarget& done, bool json, size_t max_rows) {
+void print_check(const FinishedTarget& done, bool json, size_t max_rows, CheckCpuWatch* cpu) {
   std::vector<ExactThreadTotal> exact;
   if (done.target.sampler != nullptr) {
     for (const auto& t : done.target.sampler->exact_totals()) exact.push_back({t.tid, t.hold_ns, t.wait_ns});
   }
   const std::vector<CheckRow> rows = check_rows(done.summary, exact);
-  const CheckHeader header{.pid = done.target.pid,
-                           .python_version = done.target.interp->binary.version.text(),
-                           .seconds = static_cast<double>(done.summary.duration_ns()) / 1e9,
-                           .figures = &done.figures};
+  const CheckHeader header{
+      .pid = done.target.pid,
+      .python_version = done.target.interp->binary.version.text(),
+      .seconds = static_cast<double>(done.summary.duration_ns()) / 1e9,
+      .figures = &done.figures,
+      .cpu = cpu == nullptr
+                 ? std::nullopt
+                 : cpu->figures(done.target.pid, done.target.monotonic_ns + done.summary.start_ns(),
+                                done.target.monotonic_ns + done.summary.end_ns()),
+      .cpu_watched = cpu != nullptr};
   const std::string text =
       json ? check_json(header, rows).dump() + "\n" : format_check(header, rows, max_rows);
   std::fputs(text.c_str(), stdout);
@@ -82,7 +89,7 @@ int run_record(const RecordOptions& o) {
   bool stdout_gone = false;
   RecordJsonSink json_lines(session);
   RawFileSink files(o.output_dir, !o.no_trace, o.file_mode, [&](const FinishedTarget& done) {
-    if (o.check) return print_check(done, o.json, o.summary_threads);
+    if (o.check) return print_check(done, o.json, o.summary_threads, o.check_cpu);
     if (o.json) return json_lines.finished_target(done);
     if (stdout_gone) return;
     try {

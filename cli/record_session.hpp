@@ -12,6 +12,8 @@
 
 namespace gilspy::cli {
 
+class CheckCpuWatch;
+
 struct RecordOptions {
   std::vector<int> pids;
   std::vector<std::string> command;  // launch mode
@@ -32,6 +34,7 @@ struct RecordOptions {
   double gc_threshold_ms = -1;  // --gc-threshold-ms: list GC collections at least this long (< 0: none)
   std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
   bool check = false;  // gilspy check: the check report (check_report.hpp) instead of the summary
+  CheckCpuWatch* check_cpu = nullptr;  // check: the target's CPU measured around the window (or none)
 };
 
 // Returns the exit code (see `gilspy record --help`).

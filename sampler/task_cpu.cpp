@@ -5,22 +5,42 @@
 
 namespace gilspy::sampler {
 
-int parse_stat_processor(std::string_view stat) {
+namespace {
+
+// Field `n` (proc(5)'s numbering, n >= 3) of a stat line; empty when there is none. The command name (field
+// 2) may hold spaces and parentheses, so fields are counted from its last ')'.
+std::string_view stat_field(std::string_view stat, int n) {
   const size_t paren = stat.rfind(')');
-  if (paren == std::string_view::npos) return -1;
+  if (paren == std::string_view::npos) return {};
   std::string_view rest = stat.substr(paren + 1);
-  constexpr int kFieldsAfterComm = 36;  // state is field 3, processor field 39
-  for (int skipped = 0; skipped < kFieldsAfterComm + 1; ++skipped) {
+  for (int field = 3;; ++field) {
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    if (skipped == kFieldsAfterComm) break;
-    const size_t space = rest.find(' ');
-    if (space == std::string_view::npos) return -1;
+    const size_t space = rest.find_first_of(" \n");
+    if (field == n) return rest.substr(0, space);
+    if (space == std::string_view::npos) return {};
     rest.remove_prefix(space);
   }
+}
+
+template <class T>
+bool number_of(std::string_view text, T& out) {
+  if (text.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+}  // namespace
+
+int parse_stat_processor(std::string_view stat) {
   int cpu = -1;
-  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), cpu);
-  (void)ptr;
-  return ec == std::errc() ? cpu : -1;
+  return number_of(stat_field(stat, 39), cpu) ? cpu : -1;
+}
+
+std::optional<StatTimes> parse_stat_times(std::string_view stat) {
+  StatTimes t;
+  if (!number_of(stat_field(stat, 14), t.user_ticks) || !number_of(stat_field(stat, 15), t.system_ticks))
+    return std::nullopt;
+  return t;
 }
 
 char parse_stat_state(std::string_view stat) {
@@ -36,6 +56,13 @@ char TaskStatFile::state(bool* ended) {
   if (ended != nullptr) *ended = n < 0 && was_open && (errno == ESRCH || errno == ENOENT);
   if (n <= 0) return 0;
   return parse_stat_state(std::string_view(buf, static_cast<size_t>(n)));
+}
+
+std::optional<StatTimes> TaskStatFile::times() {
+  char buf[640];
+  const ssize_t n = file_.read(buf, sizeof buf);
+  if (n <= 0) return std::nullopt;
+  return parse_stat_times(std::string_view(buf, static_cast<size_t>(n)));
 }
 
 int TaskStatFile::cpu() {

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "sampler/task_file.hpp"
@@ -13,6 +14,13 @@ namespace gilspy::sampler {
 // The processor field of one stat line; -1 when the line is not a stat line. The command name (field 2) may
 // hold spaces and parentheses, so fields are counted from its last ')'.
 int parse_stat_processor(std::string_view stat);
+// Fields 14 and 15 of one stat line: time in user mode and in the kernel, in clock ticks (sysconf
+// _SC_CLK_TCK, 100 a second). The kernel splits the thread's precise CPU time in the proportion its ticks
+// fell, so the split is a sample; nullopt when not a stat line.
+struct StatTimes {
+  uint64_t user_ticks = 0, system_ticks = 0;
+};
+std::optional<StatTimes> parse_stat_times(std::string_view stat);
 // The state letter of one stat line (field 3: R, S, D, T stopped, t traced, Z ...); 0 when not a stat line.
 char parse_stat_state(std::string_view stat);
 
@@ -24,6 +32,7 @@ class TaskStatFile {
   // reads nothing, even when its id has gone to a new thread or process since.
   bool open() { return file_.opened(); }
   int cpu();  // -1 when unreadable (the thread exited)
+  std::optional<StatTimes> times();  // nullopt when unreadable
   // 0 when unreadable; `*ended` (when given) true when the file was open and its thread has ended since.
   char state(bool* ended = nullptr);
 

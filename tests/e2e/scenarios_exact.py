@@ -164,9 +164,17 @@ def scenario_check(gilspy, python):
         s = rows[w.info["sleeper"]]
         check(s["exact"]["hold_share"] < 0.02 and s["sampled"]["hold_share"] < 0.02, f"sleeper: {s}")
         check(doc["threads_judged"] >= 15 and doc["cost"]["exact_takes"] > 0, f"check summary: {doc}")
+        # Measured in the target: CPU-bound threads under one GIL do Python work one at a time, so its user-mode
+        # CPU is about one CPU untraced and in the window alike (0.3-1.3: a 2-CPU machine shared with gilspy).
+        m = doc["cost"].get("measured")
+        check(m is not None, f"check measured nothing in the target: {doc['cost']}")
+        for k in ("untraced_user_cpus", "window_user_cpus"):
+            check(0.3 <= m[k] <= 1.3, f"measured {k} {m[k]:.3f}, expected about one CPU: {m}")
+        check(abs(m["progress_change"]) < 0.5 and m["progress_change_ci95"] > 0, f"measured: {m}")
         print(f"check: interval held for {doc['intervals_held']} of {doc['threads_judged']} threads; worst hold "
               f"{max(abs(t['hold_diff_pp']) for t in doc['threads']):.2f} pp, wait "
-              f"{max(abs(t['wait_diff_pp']) for t in doc['threads']):.2f} pp")
+              f"{max(abs(t['wait_diff_pp']) for t in doc['threads']):.2f} pp; progress "
+              f"{100 * m['progress_change']:+.1f} % ±{100 * m['progress_change_ci95']:.1f}")
     finally:
         w.kill()
     gone = run_gilspy(gilspy, "check", "-p", w.pid, "-d", 1)

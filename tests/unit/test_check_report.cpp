@@ -63,3 +63,27 @@ TEST_CASE("check: per thread both ways, the difference, and whether the sampler'
 }
 
 }  // namespace unit_check_report
+
+namespace unit_check_report_cpu {
+
+TEST_CASE("check: the cost measured in the target, or why it was not") {
+  const std::vector<gilspy::cli::CheckRow> rows;
+  gilspy::raw::LoopFigures figures;
+  gilspy::cli::CheckHeader h{.pid = 42, .python_version = "3.11.7", .seconds = 10, .figures = &figures};
+  CHECK(gilspy::cli::format_check(h, rows, 0).find("not measured (a launched program") != std::string::npos);
+  h.cpu = gilspy::cli::CheckCpu{.untraced_s = 1,
+                                .window_s = 10,
+                                .threads = 6,
+                                .tick_s = 0.01,
+                                .untraced_user_cpus = 1.0,
+                                .untraced_system_cpus = 0.02,
+                                .window_user_cpus = 0.8,
+                                .window_system_cpus = 0.25};
+  const std::string text = gilspy::cli::format_check(h, rows, 0);
+  CHECK(text.find("user-mode work (its progress) -20.0 % ±1.6, kernel time +23.0 % of a core") !=
+        std::string::npos);
+  const auto json = gilspy::cli::check_json(h, rows);
+  CHECK(json["cost"]["measured"]["progress_change"].get<double>() == doctest::Approx(-0.2));
+}
+
+}  // namespace unit_check_report_cpu
