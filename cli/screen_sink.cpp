@@ -29,12 +29,14 @@ void ScreenSink::start(const SessionTarget& t) {
   }
   // Its sampler's counters are zero when its recording begins: at (about) time 0 for the targets of the
   // start, later for one found while recording.
-  model_.add_process({.id = t.id,
-                      .pid = t.pid,
-                      .command = t.command,
-                      .python_version = t.interp->binary.version.text(),
-                      .rank = t.rank,
-                      .start_ns = t.attached_ns});
+  model_.add_process(
+      {.id = t.id,
+       .pid = t.pid,
+       .command = t.command,
+       .python_version = t.interp->binary.version.text(),
+       .rank = t.rank,
+       .start_ns = t.attached_ns,
+       .exact = t.sampler != nullptr && t.sampler->exact() != nullptr && !t.sampler->exact_shadow()});
   live_[t.id];
 }
 

@@ -96,6 +96,7 @@ std::string render_json(const TopSnapshot& s) {
                          {"command", p.command},
                          {"python_version", p.python_version},
                          {"rank", p.rank},
+                         {"mode", p.exact ? "exact" : "sampled"},
                          {"ended", p.ended},
                          {"warning", p.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.warning)},
                          {"interval", process_figures(p.interval)},

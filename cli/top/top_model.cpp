@@ -162,6 +162,7 @@ ProcessRow TopModel::close_process(Process& p, int64_t now_ns) {
   row.command = p.info.command;
   row.python_version = p.info.python_version;
   row.rank = p.info.rank;
+  row.exact = p.info.exact;
   row.ended = p.ended_ns >= 0;
   row.extra = p.extra;
 

@@ -24,6 +24,7 @@ Line title_line(const TopSnapshot& s, SortKey sort, bool totals, bool paused) {
 Line process_line(const ProcessRow& p) {
   std::string text = fmt::format("pid {}  rank {}  Python {}", p.pid, p.rank, escape_for_terminal(p.python_version));
   Line l{{{text, Style::kBold}}, false};
+  if (p.exact) l.segments.push_back({"  exact (probes on take_gil / drop_gil)", Style::kPlain});
   if (p.ended) l.segments.push_back({"  [ended]", Style::kWarn});
   l.segments.push_back({"  " + escape_for_terminal(p.command), Style::kPlain});
   return l;

@@ -23,6 +23,7 @@ struct ProcessInfo {
   // When recording this target began: the zero point of its cumulative poll counters. -1 when unknown; the
   // first stats tick is then the baseline, and "since start" rates start from it.
   int64_t start_ns = -1;
+  bool exact = false;  // --exact: holds and waits from the probes, not estimates
 };
 
 // Cumulative counters of one target's sampler, as of a stats tick.
@@ -110,6 +111,7 @@ struct ProcessRow {
   int64_t pid = 0;
   std::string command, python_version;
   int64_t rank = 0;
+  bool exact = false;
   bool ended = false;
   ProcessFigures interval, total;
   std::string warning;  // empty, or why the figures are not to be trusted right now

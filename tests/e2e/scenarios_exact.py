@@ -32,6 +32,12 @@ def skip_unless_uprobes():
         raise SystemExit(SKIP)
 
 
+def tracefs_groups():
+    """gilspy's uprobe definition groups now in tracefs (gilspy_<its pid>_<target pid>)."""
+    events = "/sys/kernel/tracing/events"
+    return [g for g in os.listdir(events) if g.startswith("gilspy_")] if os.path.isdir(events) else []
+
+
 def check_exact_summary(raw):
     check(raw.meta.get("mode") == "exact", f"meta mode {raw.meta.get('mode')!r}, expected 'exact'")
     check(raw.summary.get("mode") == "exact", f"summary mode {raw.summary.get('mode')!r}, expected 'exact'")
@@ -81,6 +87,35 @@ def scenario_exact_cpu_and_sleeper(gilspy, python):
           f"{roles['naps']} naps")
 
 
+def scenario_top_exact(gilspy, python):
+    """top --exact, batch JSON: marked exact; 3 CPU threads share the GIL exactly (holds that never overlap add up
+    to at most the interval: the GIL busy share <= 100 %), each near a third; the sleeper holds almost nothing;
+    and the probes are gone when top ends (no tracefs definition of this gilspy left)."""
+    skip_unless_uprobes()
+    w = Workload(python, "cpu_and_sleeper.py", 30, 3)
+    try:
+        out = run_gilspy(gilspy, "top", "-p", w.pid, "--exact", "--json", "-n", 2, timeout=60)
+        check(out.returncode == 0, f"top --exact exited {out.returncode}: {out.stderr!r}")
+        snaps = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        check(len(snaps) == 2, f"-n 2 printed {len(snaps)} snapshots")
+        p = snaps[-1]["processes"][0]
+        check(p.get("mode") == "exact", f"top --exact's process mode {p.get('mode')!r}, expected 'exact'")
+        threads = {t["tid"]: t for t in p["threads"]}
+        for tid in w.info["cpu"]:
+            hold = threads[tid]["total"]["hold"]
+            check(0.20 <= hold <= 0.50, f"CPU thread {tid} held {hold:.1%} under top --exact, expected about a third")
+        s_hold = threads[w.info["sleeper"]]["total"]["hold"]
+        check(s_hold < 0.05, f"sleeper held {s_hold:.1%}, expected < 5 %")
+        busy = p["total"]["gil_busy"]
+        check(0.8 < busy <= 1.0 + 1e-9, f"GIL busy {busy:.4f}: exact holds never overlap and 3 CPU threads fill it")
+        left = [g for g in tracefs_groups() if g.endswith(f"_{w.pid}")]
+        check(not left, f"uprobe definitions left after top --exact ended: {left}")
+        print(f"top --exact: cpu " + ", ".join(f"{threads[t]['total']['hold']:.1%}" for t in w.info["cpu"]) +
+              f", sleeper {s_hold:.2%}, busy {busy:.1%}")
+    finally:
+        w.kill()
+
+
 def scenario_exact_churn(gilspy, python):
     """Threads started and joined all the time: every one of them is traced from its first take, by inheritance
     (the probes of the thread that started it), though the sampler finds some of them late or never; and no
@@ -102,8 +137,7 @@ def scenario_exact_churn(gilspy, python):
     check(len(inside) > 40, f"only {len(inside)} of {len(info['tids'])} short-lived threads lived inside the recording")
     check(not missing, f"{len(missing)} of {len(inside)} short-lived threads have no hold: {missing[:10]}")
     assert_no_overlapping_holds(raw)
-    left = [g for g in os.listdir("/sys/kernel/tracing/events") if g.startswith("gilspy_")] \
-        if os.path.isdir("/sys/kernel/tracing/events") else []
+    left = tracefs_groups()
     check(not left, f"probe definitions left in tracefs: {left}")
     print(f"exact churn: all {len(inside)} short-lived threads that lived inside the recording held the GIL "
           f"(the sampler announced {len(raw.threads)})")
@@ -282,4 +316,5 @@ SCENARIOS = {
     "check": scenario_check,
     "exact_killed": scenario_exact_killed,
     "exact_stripped": scenario_exact_stripped,
+    "top_exact": scenario_top_exact,
 }
