@@ -54,9 +54,16 @@ int run_info(const InfoOptions& o) {
   nlohmann::json rows;
   int64_t holder_tid = 0;
   bool consistent = false;
+  const size_t gil_len = std::min<size_t>(in.layout.gil.size, gil_bytes.size());
+  auto read_gil = [&] {
+    reader.read_exact(in.gil_addr, gil_bytes.data(), gil_len, "the GIL struct");
+    const auto decoded = sampler::decode_gil(RemoteBytes(gil_bytes.data(), gil_len), in.layout.gil);
+    if (!decoded)
+      throw Error(ErrorKind::kLayoutMismatch, "the GIL layout does not fit the GIL struct's size");
+    return *decoded;
+  };
   for (int attempt = 0; attempt < 20 && !consistent; ++attempt) {
-    reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
-    g = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
+    g = read_gil();
     rows = nlohmann::json::array();
     holder_tid = 0;
     for (const auto& t : threads) {
@@ -70,8 +77,7 @@ int run_info(const InfoOptions& o) {
                       {"task", sampler::to_string(task)}, {"comm", thread_comm(o.pid, t.tid)}});
       if (walker.in_other_pid_namespace()) rows.back()["ns_tid"] = t.ns_tid;  // the container's own id
     }
-    reader.read_exact(in.gil_addr, gil_bytes.data(), in.layout.gil.size, "the GIL struct");
-    const auto after = sampler::decode_gil(gil_bytes.data(), in.layout.gil);
+    const auto after = read_gil();
     consistent = after.locked == g.locked && after.last_holder == g.last_holder &&
                  after.switch_number == g.switch_number;
   }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/byte_fields.hpp"
 #include "base/error.hpp"
 #include "cpython_layouts/debug_offsets_block.hpp"
 #include "cpython_layouts/gc_layouts.hpp"
@@ -10,12 +11,8 @@ namespace gilspy::layouts {
 namespace {
 
 uint64_t u64_at(std::span<const uint8_t> b, size_t off) {
-  uint64_t v = 0;
-  if (off + 8 > b.size()) {
-    throw Error(ErrorKind::kLayoutMismatch, "_Py_DebugOffsets is shorter than expected");
-  }
-  std::memcpy(&v, b.data() + off, 8);
-  return v;
+  if (!fits(b, off, 8)) throw Error(ErrorKind::kLayoutMismatch, "_Py_DebugOffsets is shorter than expected");
+  return load<uint64_t>(b, off);
 }
 
 // 3.13's struct _Py_DebugOffsets (Include/internal/pycore_runtime.h, 3.13.0): every field a uint64_t.

@@ -3,16 +3,15 @@
 #include <cstring>
 #include <string>
 
+#include "base/byte_fields.hpp"
 #include "base/error.hpp"
 
 namespace gilspy::layouts {
 namespace {
 
 uint64_t word(std::span<const uint8_t> b, size_t at) {
-  uint64_t v = 0;
-  std::memcpy(&v, b.data() + at, sizeof v);
-  return v;
-}
+  return load<uint64_t>(b, at);
+}  // 0 past the end
 
 [[noreturn]] void implausible(const BlockPositions& at, const std::string& what) {
   throw Error(ErrorKind::kLayoutMismatch, std::string("the interpreter's _Py_DebugOffsets (read as CPython ") +

@@ -33,6 +33,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/byte_fields.hpp"
 #include "base/error.hpp"
 #include "cpython_layouts/stack_layout.hpp"
 
@@ -72,11 +73,7 @@ class BlockReader {
                                                   " were read");
     }
   }
-  uint64_t word(size_t pos) const {
-    uint64_t v = 0;
-    std::memcpy(&v, b_.data() + pos, sizeof v);
-    return v;
-  }
+  uint64_t word(size_t pos) const { return load<uint64_t>(b_, pos); }  // 0 past the end (checked above)
   // The `index`-th field after the size word of the section at `section` (1 = the first field).
   SOff field(size_t section, int index, const char* name) const {
     return at(section, section + 8 * static_cast<size_t>(index), name);

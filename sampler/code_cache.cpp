@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sampler/byte_fields.hpp"
+#include "base/byte_fields.hpp"
 
 namespace gilspy::sampler {
 namespace {
@@ -102,24 +102,24 @@ CodeResult CodeCache::resolve(uint64_t addr, CodeInfo* out) {
   const auto& c = layout_.code;
   uint8_t head[256] = {};
   if (c.read_size > sizeof head || !objects_.read_one(addr, head, c.read_size)) return CodeResult::kNotCode;
-  if (objects_.kind_of_type(at<uint64_t>(head, layout_.object.ob_type)) != PyKind::kCode)
+  if (objects_.kind_of_type(load<uint64_t>(head, layout_.object.ob_type)) != PyKind::kCode)
     return CodeResult::kNotCode;
   out->addr = addr;
   std::memcpy(out->fingerprint, head + fp_start_, 8 * fp_words_);
-  out->first_line = at<int32_t>(head, c.firstlineno);
-  const uint64_t filename = at<uint64_t>(head, c.filename);
-  const uint64_t qualname = at<uint64_t>(head, c.qualname ? *c.qualname : c.name);
-  const uint64_t table = at<uint64_t>(head, c.linetable);
+  out->first_line = load<int32_t>(head, c.firstlineno);
+  const uint64_t filename = load<uint64_t>(head, c.filename);
+  const uint64_t qualname = load<uint64_t>(head, c.qualname ? *c.qualname : c.name);
+  const uint64_t table = load<uint64_t>(head, c.linetable);
   if (out->first_line < 0) return CodeResult::kInvalid;
   // The instructions' length: 3.11+ Py_SIZE(code) code units inside the object; before, co_code's length.
   uint64_t co_code = 0;
   if (c.code_adaptive) {
-    const int64_t units = at<int64_t>(head, layout_.object.ob_size);
+    const int64_t units = load<int64_t>(head, layout_.object.ob_size);
     if (units <= 0 || units > (int64_t{1} << 24)) return CodeResult::kInvalid;
     out->code_bytes = 2 * units;
     out->instr_start = addr + *c.code_adaptive;
   } else {
-    co_code = at<uint64_t>(head, *c.co_code);
+    co_code = load<uint64_t>(head, *c.co_code);
   }
   // The file name and qualified name, the line table's and co_code's headers: one read.
   const size_t str_header = layout_.unicode.ascii_data;
@@ -134,20 +134,20 @@ CodeResult CodeCache::resolve(uint64_t addr, CodeInfo* out) {
   if (filename == 0 || qualname == 0 || table == 0 || objects_.read({r, want}) != want)
     return CodeResult::kInvalid;
   for (int i = 0; i < 2; ++i) {
-    if (objects_.kind_of_type(at<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kStr)
+    if (objects_.kind_of_type(load<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kStr)
       return CodeResult::kInvalid;
   }
   for (size_t i = 2; i < want; ++i) {
-    if (objects_.kind_of_type(at<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kBytes) {
+    if (objects_.kind_of_type(load<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kBytes) {
       return CodeResult::kInvalid;
     }
   }
   if (co_code != 0) {
-    const int64_t n = at<int64_t>(h[3], layout_.bytes.size);
+    const int64_t n = load<int64_t>(h[3], layout_.bytes.size);
     if (n <= 0 || n > (int64_t{1} << 26)) return CodeResult::kInvalid;
     out->code_bytes = n;
   }
-  const int64_t table_len = at<int64_t>(h[2], layout_.bytes.size);
+  const int64_t table_len = load<int64_t>(h[2], layout_.bytes.size);
   if (table_len < 0 || static_cast<size_t>(table_len) > kMaxTable) return CodeResult::kInvalid;
   // The names' text and the table's bytes.
   uint32_t ids[2] = {0, 0};

@@ -2,8 +2,8 @@
 // One reading of the interpreter's GC state (struct _gc_runtime_state, and for 3.15+ the struct gc_stats its
 // generation_stats points to), decoded with the layout (cpython_layouts/layout.hpp GcLayout).
 #include <cstdint>
-#include <cstring>
 
+#include "base/byte_fields.hpp"
 #include "cpython_layouts/layout.hpp"
 
 namespace gilspy::sampler {
@@ -27,49 +27,42 @@ struct GcSample {
 };
 
 // `state`: layout.read_size() bytes from the GC state; `ring`: layout.ring_size bytes of struct gc_stats
-// (3.15+; unused for inline stats).
-inline GcSample decode_gc(const uint8_t* state, const uint8_t* ring, const layouts::GcLayout& l) {
-  auto i32 = [](const uint8_t* b, uint32_t off) {
-    int32_t v;
-    std::memcpy(&v, b + off, 4);
-    return v;
-  };
-  auto i64 = [](const uint8_t* b, uint32_t off) {
-    int64_t v;
-    std::memcpy(&v, b + off, 8);
-    return v;
-  };
+// (3.15+; empty for inline stats). A field outside what was read makes the sample implausible (stats_ok
+// false).
+inline GcSample decode_gc(RemoteBytes state, RemoteBytes ring, const layouts::GcLayout& l) {
+  FieldReader st(state), rg(ring);
   GcSample s;
-  s.enabled = i32(state, l.enabled);
-  s.collecting = i32(state, l.collecting);
+  s.enabled = st.get<int32_t>(l.enabled);
+  s.collecting = st.get<int32_t>(l.collecting);
   // gc.get_count() order: the incremental collector (3.14.0-3.14.4) shows young, then the old space being
   // visited, then the other one.
   int slot_of[3] = {0, 1, 2};
   if (l.incremental) {
-    const int visited = i32(state, l.visited_space) & 1;
+    const int visited = st.get<int32_t>(l.visited_space) & 1;
     slot_of[1] = 1 + visited;
     slot_of[2] = 1 + (visited ^ 1);
   }
   for (int g = 0; g < 3; ++g) {
-    const uint32_t gen = l.generations + static_cast<uint32_t>(g) * l.generation_stride;
-    s.threshold[g] = i32(state, gen + l.generation_threshold);
-    s.count[g] = i32(
-        state, l.generations + static_cast<uint32_t>(slot_of[g]) * l.generation_stride + l.generation_count);
-    const uint8_t* base = state;
-    uint32_t entry = l.stats + static_cast<uint32_t>(g) * l.stats_stride;
+    const size_t gen = l.generations + static_cast<size_t>(g) * l.generation_stride;
+    s.threshold[g] = st.get<int32_t>(gen + l.generation_threshold);
+    s.count[g] = st.get<int32_t>(l.generations + static_cast<size_t>(slot_of[g]) * l.generation_stride +
+                                 l.generation_count);
+    FieldReader* from = &st;
+    size_t entry = l.stats + static_cast<size_t>(g) * l.stats_stride;
     if (l.stats_home == layouts::GcStatsHome::kRing) {
-      const int index = static_cast<int8_t>(ring[l.ring_index[g]]);
+      const int index = rg.get<int8_t>(l.ring_index[g]);
       if (index < 0 || index >= l.ring_items[g]) {
         s.stats_ok = false;
         continue;
       }
-      base = ring;
-      entry = l.ring_buffer[g] + static_cast<uint32_t>(index) * l.stats_stride;
+      from = &rg;
+      entry = l.ring_buffer[g] + static_cast<size_t>(index) * l.stats_stride;
     }
-    s.collections[g] = i64(base, entry + l.stats_collections);
-    s.collected[g] = i64(base, entry + l.stats_collected);
-    s.uncollectable[g] = i64(base, entry + l.stats_uncollectable);
+    s.collections[g] = from->get<int64_t>(entry + l.stats_collections);
+    s.collected[g] = from->get<int64_t>(entry + l.stats_collected);
+    s.uncollectable[g] = from->get<int64_t>(entry + l.stats_uncollectable);
   }
+  if (!st.complete() || !rg.complete()) s.stats_ok = false;
   return s;
 }
 

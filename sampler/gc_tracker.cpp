@@ -55,7 +55,7 @@ void GcTracker::prepare(MemoryReader& reader) {
 size_t GcTracker::add_regions(std::span<ReadRegion> out) {
   if (!active() || out.size() < 2) return 0;
   size_t n = 0;
-  if (external_state_ == nullptr) out[n++] = {gc_addr_, state_.data(), layout_.read_size()};
+  if (external_state_.empty()) out[n++] = {gc_addr_, state_.data(), layout_.read_size()};
   if (layout_.stats_home == layouts::GcStatsHome::kRing)
     out[n++] = {ring_addr_, ring_.data(), layout_.ring_size};
   return n;
@@ -224,7 +224,9 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
   const int64_t t_mid = t_prev + (t_now - t_prev) / 2;
   last_read_ns_ = t_now;
   const Holder before = std::exchange(last_holder_, holder);
-  GcSample s = decode_gc(external_state_ != nullptr ? external_state_ : state_.data(), ring_.data(), layout_);
+  const RemoteBytes state =
+      !external_state_.empty() ? external_state_ : RemoteBytes(state_.data(), layout_.read_size());
+  GcSample s = decode_gc(state, RemoteBytes(ring_.data(), layout_.ring_size), layout_);
   if (!s.plausible()) {
     // A first reading that makes no sense: this is not the GC state gilspy thinks it is; never guessed. Later
     // ones (a read torn by the interpreter's teardown) are skipped.

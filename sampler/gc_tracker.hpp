@@ -60,7 +60,7 @@ class GcTracker {
   size_t state_len() const { return active_ ? layout_.read_size() : 0; }
   // The poll reads the GC state as part of a larger region (beside the GIL, in the same struct): decode from
   // `bytes` (state_len() of them, valid for the tracker's life) instead of a region of its own.
-  void read_state_into(const uint8_t* bytes) { external_state_ = bytes; }
+  void read_state_into(RemoteBytes bytes) { external_state_ = bytes; }
   // The regions a poll appends to its read (0 to 2: the GC state unless read elsewhere, 3.15+'s statistics),
   // into `out`; returns how many.
   size_t add_regions(std::span<ReadRegion> out);
@@ -166,7 +166,7 @@ class GcTracker {
   RecordQueue& queue_;
   raw::TargetId target_;
   std::array<uint8_t, 512> state_{};
-  const uint8_t* external_state_ = nullptr;  // read_state_into()
+  RemoteBytes external_state_;  // read_state_into(); empty: the tracker's own state_
   std::array<uint8_t, 2048> ring_{};
   bool started_ = false;
   int64_t read_period_ns_ = 0;

@@ -2,8 +2,9 @@
 // One reading of the GIL struct, decoded.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
+#include <optional>
 
+#include "base/byte_fields.hpp"
 #include "cpython_layouts/layout.hpp"
 
 namespace gilspy::sampler {
@@ -23,26 +24,18 @@ struct GilSample {
 // times in ns from it (a forged 2^63 overflowed them).
 inline constexpr uint64_t kMaxSwitchIntervalUs = 1'000'000'000'000;
 
-inline GilSample decode_gil(const uint8_t* bytes, const layouts::GilLayout& g) {
-  auto u64 = [&](uint32_t off) {
-    uint64_t v;
-    std::memcpy(&v, bytes + off, 8);
-    return v;
-  };
-  auto i32 = [&](uint32_t off) {
-    int32_t v;
-    std::memcpy(&v, bytes + off, 4);
-    return v;
-  };
+// The GIL struct's fields from `bytes` (read from its address); nullopt when a field of the layout does not
+// lie inside them (a table that does not fit what was read: nothing is decided from it).
+inline std::optional<GilSample> decode_gil(RemoteBytes bytes, const layouts::GilLayout& g) {
+  FieldReader r(bytes);
   GilSample s;
-  s.locked = i32(g.locked);
-  s.last_holder = u64(g.last_holder);
-  s.switch_number = u64(g.switch_number);
-  s.interval_us = std::min(u64(g.interval), kMaxSwitchIntervalUs);
-  uint32_t wrefs;
-  std::memcpy(&wrefs, bytes + g.cond + g.cond_wrefs, 4);
-  s.waiters = wrefs >> g.cond_wrefs_shift;
-  if (g.enabled) s.enabled = i32(*g.enabled) != 0;
+  s.locked = r.get<int32_t>(g.locked);
+  s.last_holder = r.get<uint64_t>(g.last_holder);
+  s.switch_number = r.get<uint64_t>(g.switch_number);
+  s.interval_us = std::min(r.get<uint64_t>(g.interval), kMaxSwitchIntervalUs);
+  s.waiters = r.get<uint32_t>(size_t{g.cond} + g.cond_wrefs) >> g.cond_wrefs_shift;
+  if (g.enabled) s.enabled = r.get<int32_t>(*g.enabled) != 0;
+  if (!r.complete()) return std::nullopt;
   return s;
 }
 

@@ -59,8 +59,19 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   in.gil_addr = locate_gil(reader, l, binary.runtime_addr, in.interp_addr);
 
   std::array<uint8_t, 256> gil_bytes{};
+  if (l.gil.size > gil_bytes.size()) {
+    throw Error(ErrorKind::kLayoutMismatch, "the GIL layout of Python " + binary.version.text() + " is " +
+                                                std::to_string(l.gil.size) +
+                                                " bytes, more than gilspy reads");
+  }
   reader.read_exact(in.gil_addr, gil_bytes.data(), l.gil.size, "the GIL struct");
-  in.first_gil = decode_gil(gil_bytes.data(), l.gil);
+  // Every field inside the struct's size: then the poll, which reads that size, decodes every time.
+  const auto first = decode_gil(RemoteBytes(gil_bytes.data(), l.gil.size), l.gil);
+  if (!first) {
+    throw Error(ErrorKind::kLayoutMismatch,
+                "the GIL layout of Python " + binary.version.text() + " has fields past its size; refusing");
+  }
+  in.first_gil = *first;
   if (!in.first_gil.enabled) {
     throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " (Python " + binary.version.text() +
                                        "): free-threaded build, GIL disabled: nothing to record");

@@ -55,7 +55,7 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
       span_addr_ = lo;
       span_bytes_.resize(hi - lo);
       gil_in_span_ = gil - lo;
-      gc_.read_state_into(span_bytes_.data() + (gc - lo));
+      gc_.read_state_into(RemoteBytes(span_bytes_).subspan(gc - lo, gc_.state_len()));
     }
   }
   if (options_.stacks.enabled && interp.stack_layout.known) {
@@ -316,8 +316,12 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   }
   unreadable_since_ns_ = -1;
   counters_.polls.fetch_add(1, std::memory_order_relaxed);
-  const GilSample g =
-      decode_gil(in_span ? span_bytes_.data() + gil_in_span_ : gil_bytes_.data(), interp_.layout.gil);
+  const RemoteBytes gil_read =
+      in_span ? RemoteBytes(span_bytes_).subspan(gil_in_span_, gil_bytes_.size()) : RemoteBytes(gil_bytes_);
+  const std::optional<GilSample> decoded = decode_gil(gil_read, interp_.layout.gil);
+  // The table's fields lie inside its own size (checked by the layout tests): never true; nothing decided.
+  if (!decoded) return true;
+  const GilSample& g = *decoded;
   if (!started_) {
     prev_ = g;
     t_prev_ = t_now;

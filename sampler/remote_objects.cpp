@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sampler/byte_fields.hpp"
+#include "base/byte_fields.hpp"
 
 namespace gilspy::sampler {
 namespace {
@@ -94,13 +94,13 @@ PyKind RemoteObjects::kind_of(uint64_t obj) {
   return kind_of_type(type);
 }
 
-std::optional<StrShape> RemoteObjects::str_shape(const uint8_t* h) const {
+std::optional<StrShape> RemoteObjects::str_shape(RemoteBytes h) const {
   const auto& u = layout_.unicode;
-  const uint32_t state = at<uint32_t>(h, u.state) & 0xff;  // the upper bits are not the state's
+  const uint32_t state = load<uint32_t>(h, u.state) & 0xff;  // the upper bits are not the state's
   const int kind = static_cast<int>((state >> u.kind_shift) & ((1u << u.kind_bits) - 1));
   const bool compact = ((state >> u.compact_bit) & 1) != 0;
   const bool ascii = ((state >> u.ascii_bit) & 1) != 0;
-  const int64_t length = at<int64_t>(h, u.length);
+  const int64_t length = load<int64_t>(h, u.length);
   if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1) || length < 0 ||
       length > (int64_t{1} << 20)) {
     return std::nullopt;
@@ -111,14 +111,15 @@ std::optional<StrShape> RemoteObjects::str_shape(const uint8_t* h) const {
                   .data_offset = ascii ? u.ascii_data : u.compact_data};
 }
 
-std::optional<size_t> RemoteObjects::utf8_of(const uint8_t* data, uint64_t n, int char_size,
-                                             std::span<char> out, bool* cut) {
+std::optional<size_t> RemoteObjects::utf8_of(RemoteBytes data, uint64_t n, int char_size, std::span<char> out,
+                                             bool* cut) {
   size_t used = 0;
   if (cut != nullptr) *cut = false;
+  if (n > data.size() || !fits(data, 0, n * static_cast<uint64_t>(char_size))) return std::nullopt;
   for (uint64_t i = 0; i < n; ++i) {
-    uint32_t cp = char_size == 1   ? data[i]
-                  : char_size == 2 ? at<uint16_t>(data, 2 * i)
-                                   : at<uint32_t>(data, 4 * i);
+    uint32_t cp = char_size == 1   ? load<uint8_t>(data, i)
+                  : char_size == 2 ? load<uint16_t>(data, 2 * i)
+                                   : load<uint32_t>(data, 4 * i);
     if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return std::nullopt;  // UTF-8 cannot carry it
     char enc[4];
     size_t len = 0;
@@ -151,7 +152,7 @@ std::optional<size_t> RemoteObjects::read_str(uint64_t obj, std::span<char> out,
   uint8_t header[kHeaderBytes] = {};
   const size_t header_len = layout_.unicode.ascii_data;
   if (obj == 0 || header_len > sizeof header || !read_one(obj, header, header_len)) return std::nullopt;
-  if (kind_of_type(at<uint64_t>(header, layout_.object.ob_type)) != PyKind::kStr) return std::nullopt;
+  if (kind_of_type(load<uint64_t>(header, layout_.object.ob_type)) != PyKind::kStr) return std::nullopt;
   const auto shape = str_shape(header);
   if (!shape) return std::nullopt;
   // No more characters than `out` can take (each is at least one byte of UTF-8); read in pieces of 1 KiB.
@@ -185,8 +186,8 @@ std::optional<uint64_t> RemoteObjects::read_uint(uint64_t obj) {
   const auto& l = layout_.long_int;
   const size_t len = l.digits + 4 * 3;
   if (obj == 0 || len > sizeof b || !read_one(obj, b, len)) return std::nullopt;
-  if (kind_of_type(at<uint64_t>(b, layout_.object.ob_type)) != PyKind::kInt) return std::nullopt;
-  const int64_t word = at<int64_t>(b, l.size_or_tag);
+  if (kind_of_type(load<uint64_t>(b, layout_.object.ob_type)) != PyKind::kInt) return std::nullopt;
+  const int64_t word = load<int64_t>(b, l.size_or_tag);
   int64_t ndigits = 0;
   if (l.tagged) {
     const int sign = static_cast<int>(word & 3);  // 0 positive, 1 zero, 2 negative
@@ -200,7 +201,7 @@ std::optional<uint64_t> RemoteObjects::read_uint(uint64_t obj) {
   if (ndigits < 0 || ndigits > 3) return std::nullopt;
   uint64_t v = 0;
   for (int64_t i = ndigits - 1; i >= 0; --i) {
-    const uint32_t d = at<uint32_t>(b, l.digits + 4 * static_cast<size_t>(i));
+    const uint32_t d = load<uint32_t>(b, l.digits + 4 * static_cast<size_t>(i));
     if ((d >> l.digit_bits) != 0) return std::nullopt;
     if (i == 2 && (d >> 4) != 0) return std::nullopt;  // past 64 bits
     v = (v << l.digit_bits) | d;
@@ -214,8 +215,8 @@ bool RemoteObjects::read_dict(uint64_t dict) {
   const auto& d = layout_.dict;
   const size_t len = d.ma_values + 8;
   if (dict == 0 || len > sizeof b || !read_one(dict, b, len)) return false;
-  if (kind_of_type(at<uint64_t>(b, layout_.object.ob_type)) != PyKind::kDict) return false;
-  return read_keys(at<uint64_t>(b, d.ma_keys), at<uint64_t>(b, d.ma_values));
+  if (kind_of_type(load<uint64_t>(b, layout_.object.ob_type)) != PyKind::kDict) return false;
+  return read_keys(load<uint64_t>(b, d.ma_keys), load<uint64_t>(b, d.ma_values));
 }
 
 bool RemoteObjects::read_keys(uint64_t keys, uint64_t values) {
@@ -223,7 +224,7 @@ bool RemoteObjects::read_keys(uint64_t keys, uint64_t values) {
   const auto& d = layout_.dict;
   uint8_t h[64] = {};
   if (keys == 0 || d.dk_indices > sizeof h || !read_one(keys, h, d.dk_indices)) return false;
-  const int64_t nentries = at<int64_t>(h, d.dk_nentries);
+  const int64_t nentries = load<int64_t>(h, d.dk_nentries);
   uint64_t entries = 0;
   size_t esize = 24, key_at = 8, value_at = 16;
   if (d.log2_keys) {
@@ -232,7 +233,7 @@ bool RemoteObjects::read_keys(uint64_t keys, uint64_t values) {
     entries = keys + d.dk_indices + (uint64_t{1} << log2_index);
     if (kind != 0) esize = 16, key_at = 0, value_at = 8;  // unicode and split keys carry no hash
   } else {
-    const int64_t size = at<int64_t>(h, d.dk_size);
+    const int64_t size = load<int64_t>(h, d.dk_size);
     if (size <= 0 || size > (int64_t{1} << 30) || nentries > size) return false;
     const uint64_t width = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffLL ? 4 : 8;
     entries = keys + d.dk_indices + static_cast<uint64_t>(size) * width;
@@ -243,8 +244,10 @@ bool RemoteObjects::read_keys(uint64_t keys, uint64_t values) {
   if (!read_one(entries, entries_.data(), n * esize)) return false;
   if (values != 0 && !read_one(values + d.values_items, values_.data(), n * 8)) return false;
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t k = at<uint64_t>(entries_.data(), i * esize + key_at);
-    const uint64_t v = values != 0 ? values_[i] : at<uint64_t>(entries_.data(), i * esize + value_at);
+    const uint64_t k = load<uint64_t>(RemoteBytes(entries_.data(), n * esize), i * esize + key_at);
+    const uint64_t v = values != 0
+                           ? values_[i]
+                           : load<uint64_t>(RemoteBytes(entries_.data(), n * esize), i * esize + value_at);
     if (k == 0 || v == 0) continue;  // a deleted entry, or an attribute not set
     keys_[items_] = k;
     values_[items_] = v;
@@ -266,11 +269,11 @@ uint64_t RemoteObjects::find_str_key(std::string_view want) {
     while (done < n) {
       const size_t got = read({regions_.data() + done, n - done});
       for (size_t i = done; i < done + got; ++i) {
-        const uint8_t* hdr = headers_.data() + i * kHeaderBytes;
-        if (kind_of_type(at<uint64_t>(hdr, layout_.object.ob_type)) != PyKind::kStr) continue;
+        const RemoteBytes hdr(headers_.data() + i * kHeaderBytes, kHeaderBytes);
+        if (kind_of_type(load<uint64_t>(hdr, layout_.object.ob_type)) != PyKind::kStr) continue;
         const auto shape = str_shape(hdr);
         if (shape && shape->ascii && shape->length == want.size() &&
-            std::memcmp(hdr + header_len, want.data(), want.size()) == 0) {
+            std::memcmp(hdr.data() + header_len, want.data(), want.size()) == 0) {  // fits: checked above
           return values_[start + i];
         }
       }

@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "base/byte_fields.hpp"
 #include "cpython_layouts/stack_layout.hpp"
 #include "sampler/memory_reader.hpp"
 
@@ -72,12 +73,12 @@ class RemoteObjects {
 
   // The shape of a str from its header bytes (at least layout().unicode.ascii_data of them); nullopt when it
   // is not a compact string of a known kind.
-  std::optional<StrShape> str_shape(const uint8_t* header) const;
+  std::optional<StrShape> str_shape(RemoteBytes header) const;
   // A str's text as UTF-8 into `out` (cut at a character boundary when longer: *cut set). nullopt when `obj`
   // is not a str, cannot be read, or holds a code point UTF-8 cannot carry (a lone surrogate).
   std::optional<size_t> read_str(uint64_t obj, std::span<char> out, bool* cut = nullptr);
   // UTF-8 of `n` characters of `char_size` bytes each at `data`, as read_str() writes it.
-  static std::optional<size_t> utf8_of(const uint8_t* data, uint64_t n, int char_size, std::span<char> out,
+  static std::optional<size_t> utf8_of(RemoteBytes data, uint64_t n, int char_size, std::span<char> out,
                                        bool* cut);
   // An int that fits 64 bits unsigned (a thread ident); nullopt otherwise.
   std::optional<uint64_t> read_uint(uint64_t obj);

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "base/address_range.hpp"
-#include "sampler/byte_fields.hpp"
+#include "base/byte_fields.hpp"
 #include "sampler/poll_loop.hpp"
 
 namespace gilspy::sampler {
@@ -131,12 +131,14 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
       return WalkResult::kBudget;
     }
     int window = -1;
-    const uint8_t* buf = frame_bytes(frame, f.read_size, &window);
-    if (buf == nullptr) return WalkResult::kTorn;
+    const uint8_t* bytes = frame_bytes(frame, f.read_size, &window);
+    if (bytes == nullptr) return WalkResult::kTorn;
+    const RemoteBytes buf(bytes, f.read_size);
     ++out->frames_read;
-    if (f.refcount && at<int64_t>(buf, *f.refcount) <= 0) return WalkResult::kTorn;  // a frame kept for reuse
-    const uint64_t previous = at<uint64_t>(buf, f.previous);
-    if (f.owner && at<uint8_t>(buf, *f.owner) >= f.first_skipped_owner) {
+    if (f.refcount && load<int64_t>(buf, *f.refcount) <= 0)
+      return WalkResult::kTorn;  // a frame kept for reuse
+    const uint64_t previous = load<uint64_t>(buf, f.previous);
+    if (f.owner && load<uint8_t>(buf, *f.owner) >= f.first_skipped_owner) {
       frame = previous;  // a C-stack shim or the interpreter's sentinel: not Python code
       continue;
     }
@@ -147,11 +149,11 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
     frame_addrs_[n] = frame;
     frame_window_[n] = static_cast<int8_t>(window);
     links_[2 * n] = previous;
-    links_[2 * n + 1] = at<uint64_t>(buf, f.code);
-    code_addrs_[n] = at<uint64_t>(buf, f.code) & f.code_pointer_mask;
+    links_[2 * n + 1] = load<uint64_t>(buf, f.code);
+    code_addrs_[n] = load<uint64_t>(buf, f.code) & f.code_pointer_mask;
     instrs_[n] = f.kind == layouts::FrameLayout::Kind::kFrameObject
-                     ? at<int32_t>(buf, f.instr)
-                     : static_cast<int64_t>(at<uint64_t>(buf, f.instr));
+                     ? load<int32_t>(buf, f.instr)
+                     : static_cast<int64_t>(load<uint64_t>(buf, f.instr));
     ++n;
     frame = previous;
   }
@@ -233,10 +235,11 @@ WalkResult StackWalker::check_chain(uint64_t tstate, uint64_t first_frame, size_
   for (size_t i = 0; i < n; ++i) {
     if (frame_window_[i] >= 0) {
       const size_t w = static_cast<size_t>(frame_window_[i]);
-      const uint8_t* again = recheck_bytes_.data() + w * kWindowBytes + (frame_addrs_[i] - windows_[w].base);
-      recheck_[2 * i] = at<uint64_t>(again, f.previous);
-      recheck_[2 * i + 1] = at<uint64_t>(again, f.code);
-      if (f.refcount) refs_again_[i] = at<int64_t>(again, *f.refcount);
+      const RemoteBytes again(recheck_bytes_.data() + w * kWindowBytes + (frame_addrs_[i] - windows_[w].base),
+                              f.read_size);
+      recheck_[2 * i] = load<uint64_t>(again, f.previous);
+      recheck_[2 * i + 1] = load<uint64_t>(again, f.code);
+      if (f.refcount) refs_again_[i] = load<int64_t>(again, *f.refcount);
     }
     if (recheck_[2 * i] != links_[2 * i] || recheck_[2 * i + 1] != links_[2 * i + 1])
       return WalkResult::kTorn;

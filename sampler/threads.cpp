@@ -1,5 +1,7 @@
 #include "sampler/threads.hpp"
 
+#include "base/byte_fields.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -137,14 +139,15 @@ size_t ThreadWalker::step_walk(MemoryReader& reader, std::span<ThreadRef> out, b
       tstate = 1;  // not the end of the list: the walk is incomplete
       break;
     }
-    auto field = [&](uint32_t off) {
-      uint64_t v;
-      std::memcpy(&v, node.data() + (off - span_start_), sizeof v);
-      return v;
-    };
+    FieldReader fields(RemoteBytes(node.data(), span_size_));
+    auto field = [&](uint32_t off) { return fields.get<uint64_t>(size_t{off} - span_start_); };
     const uint64_t prev = field(ts.prev), next = field(ts.next), interp = field(ts.interp);
     const uint64_t thread_id = field(ts.thread_id),
                    native = field(ts.native_thread_id.value_or(ts.thread_id));
+    if (!fields.complete()) {  // the layout's fields outside the span read: never decided from
+      tstate = 1;
+      break;
+    }
     // Each node must point back at the one we came from: a stale pointer into a freed (or reused) thread
     // state would otherwise end the walk early as if the list ended there.
     if (interp != interp_addr_ || prev != came_from) {
@@ -181,11 +184,8 @@ size_t ThreadWalker::batch_walk(MemoryReader& reader, std::span<ThreadRef> out) 
   if (reader.read({batch_regions_.data(), k}) != k || head != last_[0].tstate) return SIZE_MAX;
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* node = batch_nodes_.data() + i * kNodeSpan;
-    auto field = [&](uint32_t off) {
-      uint64_t v;
-      std::memcpy(&v, node + (off - span_start_), sizeof v);
-      return v;
-    };
+    FieldReader fields(RemoteBytes(node, span_size_));
+    auto field = [&](uint32_t off) { return fields.get<uint64_t>(size_t{off} - span_start_); };
     const uint64_t want_prev = i == 0 ? 0 : last_[i - 1].tstate;
     const uint64_t want_next = i + 1 < n ? last_[i + 1].tstate : 0;
     if (field(ts.interp) != interp_addr_ || field(ts.prev) != want_prev || field(ts.next) != want_next) {
@@ -201,6 +201,7 @@ size_t ThreadWalker::batch_walk(MemoryReader& reader, std::span<ThreadRef> out) 
     } else {
       t.tid = static_cast<int32_t>(field(*ts.native_thread_id));
     }
+    if (!fields.complete()) return SIZE_MAX;
     last_[i].tid = t.tid;  // a thread state set up for a new thread gets its TID later
   }
   return n;

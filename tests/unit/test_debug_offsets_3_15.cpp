@@ -330,14 +330,14 @@ TEST_CASE("free-threaded 3.15: the GIL's `enabled` word decides whether there is
   put32(l.gil.locked, 1);
   SUBCASE("enabled = 1 (PYTHON_GIL=1): a GIL like any other") {
     put32(*l.gil.enabled, 1);
-    const auto s = gilspy::sampler::decode_gil(gil.data(), l.gil);
+    const auto s = *gilspy::sampler::decode_gil(gil, l.gil);
     CHECK(s.enabled);
     CHECK(s.holder() == 0x7f0000001000);
     CHECK(s.interval_us == 5000);
   }
   SUBCASE("enabled = 0: no GIL, nothing to record") {
     put32(*l.gil.enabled, 0);
-    CHECK_FALSE(gilspy::sampler::decode_gil(gil.data(), l.gil).enabled);
+    CHECK_FALSE(gilspy::sampler::decode_gil(gil, l.gil)->enabled);
   }
 }
 

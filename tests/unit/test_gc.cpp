@@ -473,7 +473,7 @@ TEST_CASE(
   put32(state, 72 + 20, 7);   // old[1].count
   put32(state, 232, 1);       // visited_space: old[1] is being visited
   put64(state, 120 + 48, 9);  // generation_stats[2].collections
-  auto s = decode_gc(state.data(), nullptr, inc);
+  auto s = decode_gc(state, {}, inc);
   CHECK(s.count[0] == 5);
   CHECK(s.count[1] == 7);
   CHECK(s.count[2] == 6);
@@ -509,7 +509,7 @@ TEST_CASE(
   rb[1104] = 1;
   put64(rb, 912 + 64 + 16, 1);
   put64(rb, 912 + 64 + 24, 6);
-  s = decode_gc(st.data(), rb.data(), ring);
+  s = decode_gc(st, rb, ring);
   CHECK(s.stats_ok);
   CHECK(s.collections[0] == 4);
   CHECK(s.collected[0] == 23);
@@ -517,7 +517,7 @@ TEST_CASE(
   CHECK(s.collections[2] == 1);
   CHECK(s.collected[2] == 6);
   rb[904] = 3;  // an index past its buffer: a torn or wrong read
-  CHECK_FALSE(decode_gc(st.data(), rb.data(), ring).plausible());
+  CHECK_FALSE(decode_gc(st, rb, ring).plausible());
 }
 
 TEST_CASE("gc raw lines: each kind round-trips; wrong values are refused naming the event") {
