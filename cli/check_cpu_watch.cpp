@@ -6,7 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 
-#include "sampler/poll_loop.hpp"  // monotonic_ns
+#include "base/clock.hpp"
 
 namespace gilspy::cli {
 
@@ -16,7 +16,7 @@ constexpr auto kReadPeriod = std::chrono::milliseconds(50);
 
 CheckCpuWatch::CheckCpuWatch(std::vector<pid_t> pids, double untraced_s)
     : pids_(std::move(pids)), tick_s_(1.0 / static_cast<double>(std::max(1L, ::sysconf(_SC_CLK_TCK)))) {
-  untraced_from_ = sampler::monotonic_ns();
+  untraced_from_ = gilspy::monotonic_ns();
   read_all();
   reader_ = std::jthread([this](std::stop_token stop) {
     std::mutex sleep_mu;
@@ -28,7 +28,7 @@ CheckCpuWatch::CheckCpuWatch(std::vector<pid_t> pids, double untraced_s)
     }
   });
   std::this_thread::sleep_for(std::chrono::duration<double>(untraced_s));
-  untraced_to_ = sampler::monotonic_ns();
+  untraced_to_ = gilspy::monotonic_ns();
 }
 
 CheckCpuWatch::~CheckCpuWatch() = default;  // the jthread asks its reader to stop and joins it
@@ -37,7 +37,7 @@ void CheckCpuWatch::read_all() {
   for (const pid_t pid : pids_) {
     const auto tasks = sampler::read_process_cpu(pid);
     if (!tasks) continue;
-    const int64_t now = sampler::monotonic_ns();
+    const int64_t now = gilspy::monotonic_ns();
     const std::lock_guard lock(mu_);
     totals_[pid].add(now, *tasks);
   }

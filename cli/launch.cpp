@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "sampler/attach.hpp"
-#include "sampler/poll_loop.hpp"
 
 namespace gilspy::cli {
 
@@ -55,7 +55,7 @@ int exit_status_of(int status) {
 
 sampler::Interpreter attach_launched(pid_t child, sampler::RemoteMemoryReader& reader, double timeout_s,
                                      const std::string& program, std::optional<int>* child_status) {
-  const int64_t deadline = sampler::monotonic_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  const int64_t deadline = gilspy::monotonic_ns() + static_cast<int64_t>(timeout_s * 1e9);
   while (true) {
     int status = 0;
     if (::waitpid(child, &status, WNOHANG) == child) {
@@ -71,7 +71,7 @@ sampler::Interpreter attach_launched(pid_t child, sampler::RemoteMemoryReader& r
       const bool retry = e.kind() == ErrorKind::kNotPython || e.kind() == ErrorKind::kNotReady ||
                          e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kBadAddress;
       if (!retry) throw;
-      if (sampler::monotonic_ns() >= deadline) {
+      if (gilspy::monotonic_ns() >= deadline) {
         throw Error(e.kind(), program + " (pid " + std::to_string(child) +
                                   ") did not start a Python interpreter within " +
                                   fmt::format("{:g}", timeout_s) + " s: " + e.what());

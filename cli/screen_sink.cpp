@@ -41,7 +41,7 @@ void ScreenSink::start(const SessionTarget& t) {
 }
 
 int64_t ScreenSink::now_ns() const {
-  return anchored_ ? sampler::monotonic_ns() - anchor_ns_ : 0;
+  return anchored_ ? gilspy::monotonic_ns() - anchor_ns_ : 0;
 }
 
 void ScreenSink::take_snapshot(bool last) {

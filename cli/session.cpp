@@ -236,7 +236,7 @@ RunningTarget* Session::Impl::try_found(pid_t pid, const std::string& key, bool 
     interp = sampler::attach(pid, *reader, {.timeout_s = first_scan ? 0.5 : 0.0, .retry_interval_s = 0.01});
     apply_version_policy(interp, options.strict_version);
   } catch (const Error& e) {
-    const int64_t now = sampler::monotonic_ns();
+    const int64_t now = gilspy::monotonic_ns();
     if (e.kind() == ErrorKind::kNoSuchProcess) {
       settled.insert(key);  // gone already
       return nullptr;
@@ -258,7 +258,7 @@ RunningTarget* Session::Impl::try_found(pid_t pid, const std::string& key, bool 
   t.reader = std::move(reader);
   t.interp = std::move(interp);
   prepare_target(t);
-  if (!first_scan) t.info.attached_ns = std::max<int64_t>(0, sampler::monotonic_ns() - anchor_mono);
+  if (!first_scan) t.info.attached_ns = std::max<int64_t>(0, gilspy::monotonic_ns() - anchor_mono);
   return &t;
 }
 
@@ -300,7 +300,7 @@ std::vector<RunningTarget*> Session::Impl::discover(bool first_scan) {
       if (!first_scan) {
         note(fmt::format("recording pid {} too (Python {}, found {:.2f} s in): {}", pid,
                          escape_for_terminal(t->interp.binary.version.text()),
-                         static_cast<double>(sampler::monotonic_ns() - anchor_mono) / 1e9,
+                         static_cast<double>(gilspy::monotonic_ns() - anchor_mono) / 1e9,
                          escape_for_terminal(t->info.command)));
       }
     }
@@ -423,9 +423,9 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   Impl& m = *impl_;
   // Clock anchors: CLOCK_REALTIME between two CLOCK_MONOTONIC reads.
-  const int64_t m0 = sampler::monotonic_ns();
-  m.anchor_real = sampler::realtime_ns();
-  m.anchor_mono = m0 + (sampler::monotonic_ns() - m0) / 2;
+  const int64_t m0 = gilspy::monotonic_ns();
+  m.anchor_real = gilspy::realtime_ns();
+  m.anchor_mono = m0 + (gilspy::monotonic_ns() - m0) / 2;
   char hostname[256] = {};
   ::gethostname(hostname, sizeof hostname - 1);
   m.hostname = hostname;

@@ -2,9 +2,9 @@
 
 #include <time.h>
 
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "elfutils/python_binary.hpp"
-#include "sampler/poll_loop.hpp"
 
 namespace gilspy::sampler {
 

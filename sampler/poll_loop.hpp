@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "sampler/cpu_budget.hpp"
 #include "sampler/lateness_histogram.hpp"
 #include "sampler/poll_schedule.hpp"
@@ -70,9 +71,6 @@ struct LoopCounters {
   // gilspy's CPU (all its threads) from the first tick to the end of run(): what --cpu-budget limits.
   std::atomic<int64_t> cpu_ns{0};
 };
-
-int64_t monotonic_ns();
-int64_t realtime_ns();
 
 class PollLoop {
  public:

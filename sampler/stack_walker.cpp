@@ -5,7 +5,7 @@
 
 #include "base/address_range.hpp"
 #include "base/byte_fields.hpp"
-#include "sampler/poll_loop.hpp"
+#include "base/clock.hpp"
 
 namespace gilspy::sampler {
 namespace {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "base/error.hpp"
 #include "sampler/attach.hpp"
-#include "sampler/poll_loop.hpp"
 #include "sampler/process_sampler.hpp"
 
 namespace {
@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
     for (int b = 0; b < batches; ++b) {
       for (Variant* v :
            (b % 2 == 0 ? std::vector<Variant*>{&with, &without} : std::vector<Variant*>{&without, &with})) {
-        const int64_t c0 = thread_cpu_ns(), w0 = sampler::monotonic_ns();
+        const int64_t c0 = thread_cpu_ns(), w0 = gilspy::monotonic_ns();
         for (int i = 0; i < polls; ++i) {
-          if (!v->sampler.poll(sampler::monotonic_ns()))
+          if (!v->sampler.poll(gilspy::monotonic_ns()))
             throw Error(ErrorKind::kNoSuchProcess, "the target is gone");
         }
         v->cpu.push_back(static_cast<double>(thread_cpu_ns() - c0) / polls);
-        v->wall.push_back(static_cast<double>(sampler::monotonic_ns() - w0) / polls);
+        v->wall.push_back(static_cast<double>(gilspy::monotonic_ns() - w0) / polls);
         while (v->queue.pop(&sink)) {
         }
       }

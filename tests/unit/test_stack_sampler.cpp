@@ -15,9 +15,9 @@
 #include <variant>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "cpython_layouts/layout.hpp"
 #include "cpython_layouts/stack_layout.hpp"
-#include "sampler/poll_loop.hpp"
 #include "sampler/remote_objects.hpp"
 #include "sampler/stack_sampler.hpp"
 #include "sampler/stack_walker.hpp"
@@ -145,7 +145,7 @@ TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the t
     const uint64_t ts = py.tstate(f_inner);
     sampler::StackWalker walker(o, codes, 64);
     sampler::WalkOutput w;
-    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     REQUIRE(w.depth == 2);
     CHECK_FALSE(w.truncated);
     CHECK(w.first_frame == f_inner);
@@ -158,39 +158,39 @@ TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the t
     CHECK(f[1].line == 2);
     // The same code again: from the cache, checked in one read.
     const uint64_t resolved = codes.resolved();
-    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     CHECK(codes.resolved() == resolved);
     // The code object freed and another put at its address: its pointers differ, it is resolved again.
     py.put<uint64_t>(inner + py.l.code.filename, py.str("/src/other.py"));
-    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     CHECK(codes.resolved() == resolved + 1);
     CHECK(tables.string(walker.frames()[0].file) == "/src/other.py");
     // An instruction outside its code: not a stack (a torn read).
     py.put<uint64_t>(f_inner + py.l.frame.instr, static_cast<uint64_t>(py.instr(inner, 50)));
-    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
+    CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
     // 3.11+: an instruction pointer read torn at the top half of the address space (its distance from the
     // code's start overflows a signed difference: UBSan stops the ASan/UBSan build there).
     if (minor >= 11) {
       py.put<uint64_t>(f_inner + py.l.frame.instr, uint64_t{1} << 63);
-      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
+      CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
     }
     // A frame whose code is not a code object.
     py.put<uint64_t>(f_inner + py.l.frame.code, py.str("not code"));
-    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
+    CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
     // A frame that cannot be read.
     py.put<uint64_t>(f_inner + py.l.frame.code, inner);
     py.put<uint64_t>(f_inner + py.l.frame.previous, 0x10);
-    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+    CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
     // A link at the top of the address space: `frame + size` wraps past zero. Not inside the window read
     // for the frame before it (reading from there would index exabytes past it): torn.
     py.put<uint64_t>(f_inner + py.l.frame.previous, ~uint64_t{7});
-    CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+    CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
     // 100 frames deep with a limit of 8: the innermost 8, marked.
     uint64_t prev = 0;
     for (int i = 0; i < 100; ++i) prev = py.frame(inner, py.instr(inner, 1), prev);
     py.set_frame(ts, prev);
     sampler::StackWalker shallow(o, codes, 8);
-    REQUIRE(shallow.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(shallow.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     CHECK(w.depth == 8);
     CHECK(w.truncated);
     CHECK(shallow.frames()[7].line == 13);
@@ -253,11 +253,11 @@ TEST_CASE(
     const bool one_page = c.one_page;
     sampler::StackWalker walker(c.o, codes, 64);
     sampler::WalkOutput w;
-    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     // Again with the code cached: the frame pointer (one read, two through a cframe), the window(s), then
     // the windows, the frame pointer and the cached code together. One read per frame would take 6.
     reader.reads = 0;
-    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     CHECK(w.depth == 6);
     CHECK(w.frames_read == 6);
     const size_t frame_pointer_reads = py.l.frame.cframe_current ? 2 : 1;
@@ -271,21 +271,21 @@ TEST_CASE(
       reader.reads = 0;
       reader.at = reads;  // the last read: the check
       reader.change = [&] { py.put<uint64_t>(frames[which] + py.l.frame.previous, other); };
-      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+      CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
       reader.change = nullptr;
       py.put<uint64_t>(frames[which] + py.l.frame.previous, frames[which - 1]);
-      REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+      REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     }
     // 3.8-3.10: a frame object kept for reuse (reference count 0) links like a frame, but is none: read so
     // at first, or by the last read (the thread returned from it meanwhile), the walk is torn.
     if (py.l.frame.refcount) {
       py.put<int64_t>(frames[2] + *py.l.frame.refcount, 0);
-      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+      CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
       py.put<int64_t>(frames[2] + *py.l.frame.refcount, 1);
       reader.reads = 0;
       reader.at = reads;
       reader.change = [&] { py.put<int64_t>(frames[2] + *py.l.frame.refcount, 0); };
-      CHECK(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
+      CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
       reader.change = nullptr;
       py.put<int64_t>(frames[2] + *py.l.frame.refcount, 1);
     }
@@ -295,7 +295,7 @@ TEST_CASE(
     reader.reads = 0;
     reader.at = reads;
     reader.change = [&] { py.put<uint64_t>(code + py.l.code.filename, py.str("/src/g.py")); };
-    REQUIRE(walker.walk(ts, sampler::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
+    REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     reader.change = nullptr;
     CHECK(codes.resolved() == resolved + 1);
     CHECK(c.tables.string(walker.frames()[0].file) == "/src/g.py");
@@ -314,7 +314,7 @@ TEST_CASE(
     const auto read_stack = [&](sampler::FrameGuess guess, uint64_t* first) {
       sampler::WalkOutput w;
       REQUIRE(walker.current_frame(ts, first, {}, guess));
-      REQUIRE(walker.walk_from(ts, *first, sampler::monotonic_ns() + 1'000'000'000, &w) ==
+      REQUIRE(walker.walk_from(ts, *first, gilspy::monotonic_ns() + 1'000'000'000, &w) ==
               sampler::WalkResult::kOk);
       return w.depth;
     };
@@ -422,10 +422,10 @@ TEST_CASE("stack sampler: the holder's stack as interned records; a torn read dr
   s.hold(ts, 5);
   sampler.thread_added(0, ts, 0x7f00, 4242, 1000);
   sampler.role_changed(0, raw::GilRole::kHolding, 2000);
-  CHECK(sampler.has_work(sampler::monotonic_ns()));
+  CHECK(sampler.has_work(gilspy::monotonic_ns()));
   // The frame moves in the middle of the first read: dropped as torn, and read again at once.
   reader.move_after = 3;
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   const auto records = drain(q);
   CHECK(sampler.counters().torn == 1);
   CHECK(sampler.counters().samples == 1);
@@ -448,8 +448,8 @@ TEST_CASE("stack sampler: the holder's stack as interned records; a torn read dr
   CHECK(std::get<raw::FrameDef>(fr).file == "/w.py");
   CHECK(std::get<raw::StackDef>(st).frames == std::vector<uint32_t>{frames[0].id});
   // The same stack again (a later sample of the hold): no new definitions, only the sample.
-  sampler.after_poll(sampler::monotonic_ns() + 20'000'000, 0, 0);
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.after_poll(gilspy::monotonic_ns() + 20'000'000, 0, 0);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   const auto again = drain(q);
   CHECK(only<raw::FrameDef>(again).empty());
   CHECK(only<raw::StackDef>(again).empty());
@@ -458,7 +458,7 @@ TEST_CASE("stack sampler: the holder's stack as interned records; a torn read dr
   sampler.role_changed(0, raw::GilRole::kHolding, 3000);
   sampler.role_changed(0, raw::GilRole::kReleased, 3500);
   const uint64_t skipped = sampler.counters().skipped;
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::StackSample>(drain(q)).empty());
   CHECK(sampler.counters().skipped == skipped + 1);
   // Costs at the stats tick.
@@ -484,21 +484,21 @@ TEST_CASE("stack sampler: a long hold is read again at gaps spread over [1/2, 3/
   sampler.thread_added(0, ts, 1, 10, 0);
   sampler.role_changed(0, raw::GilRole::kHolding, 100);
   constexpr int64_t kBig = 1'000'000'000;
-  sampler.work(sampler::monotonic_ns() + kBig);
+  sampler.work(gilspy::monotonic_ns() + kBig);
   REQUIRE(sampler.counters().samples == 1);
   // has_work(far past): true only for a read asked for, not for the names' schedule.
   constexpr int64_t kPast = INT64_MIN / 2;
   std::vector<int64_t> gaps;
   for (int k = 0; k < 300; ++k) {
     drain(q);
-    const int64_t after = sampler::monotonic_ns();  // just after the read: its time, to within the slop
+    const int64_t after = gilspy::monotonic_ns();  // just after the read: its time, to within the slop
     int64_t x = 0;
     while (!sampler.has_work(kPast) && x < 30'000'000) {
       x += 50'000;
       sampler.after_poll(after + x, 0, 0);
     }
     gaps.push_back(x);
-    sampler.work(sampler::monotonic_ns() + kBig);
+    sampler.work(gilspy::monotonic_ns() + kBig);
   }
   CHECK(sampler.counters().samples == 301);
   const auto [lo, hi] = std::minmax_element(gaps.begin(), gaps.end());
@@ -524,7 +524,7 @@ TEST_CASE("stack sampler: a waiter's stack; the GIL changing hands under a holde
   sampler.thread_added(0, ts, 1, 10, 0);
   sampler.thread_added(1, holder_ts, 2, 11, 0);
   sampler.role_changed(0, raw::GilRole::kWaiting, 100);
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   auto samples = only<raw::StackSample>(drain(q));
   REQUIRE(samples.size() == 1);
   CHECK(samples[0].role == raw::GilRole::kWaiting);
@@ -532,19 +532,19 @@ TEST_CASE("stack sampler: a waiter's stack; the GIL changing hands under a holde
   // The holder's read begins, but the GIL is not held by it any more: nothing read.
   sampler.role_changed(1, raw::GilRole::kHolding, 200);
   s.hold(ts, 2);
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::StackSample>(drain(q)).empty());
   // A wait whose thread took the GIL between the poll that saw it wait and the read (no switch under the
   // read): it runs Python now, away from where it waited: nothing read.
   sampler.role_changed(0, raw::GilRole::kWaiting, 300);
   s.hold(ts, 3);
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::StackSample>(drain(q)).empty());
   // The same wait with another thread holding: read.
   sampler.role_changed(0, raw::GilRole::kReleased, 400);
   sampler.role_changed(0, raw::GilRole::kWaiting, 500);
   s.hold(holder_ts, 4);
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::StackSample>(drain(q)).size() == 1);
 }
 
@@ -562,7 +562,7 @@ TEST_CASE(
   auto wait_read_at = [&](uint64_t switches, int64_t since) {
     s.hold(other_ts, switches);
     sampler.role_changed(0, raw::GilRole::kWaiting, since);
-    sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+    sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
     auto samples = only<raw::StackSample>(drain(q));
     REQUIRE(samples.size() == 1);
     CHECK(samples[0].role == raw::GilRole::kWaiting);
@@ -590,7 +590,7 @@ TEST_CASE(
   sampler.role_changed(0, raw::GilRole::kHolding, 600);
   sampler.after_poll(700, 0, 6);
   CHECK(sampler.has_work(700));
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   samples = only<raw::StackSample>(drain(q));
   REQUIRE(samples.size() == 1);
   CHECK(samples[0].since == 600);
@@ -615,7 +615,7 @@ TEST_CASE("stack sampler: thread names from threading._active, renames, no threa
   // No threading module yet: nothing named, asked again later.
   const uint64_t modules = py.dict({{py.str("sys"), 1}});
   py.put<uint64_t>(s.interp_addr + py.l.interp_modules, modules);
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::ThreadName>(drain(q)).empty());
   // threading imported: _active maps idents to Thread objects.
   const uint64_t a = py.instance({{"_name", py.str("A")}}), b = py.instance({{"_name", py.str(U"b\u00e9")}});
@@ -627,7 +627,7 @@ TEST_CASE("stack sampler: thread names from threading._active, renames, no threa
   sampler::StackSampler fresh(s.interp, py.mem, q, 0, {}, 16);
   fresh.thread_added(0, ts_a, 0x7fa0, 100, 0);
   fresh.thread_added(1, ts_b, 0x7fb0, 101, 0);
-  fresh.work(sampler::monotonic_ns() + 1'000'000'000);
+  fresh.work(gilspy::monotonic_ns() + 1'000'000'000);
   auto names = only<raw::ThreadName>(drain(q));
   REQUIRE(names.size() == 2);
   for (auto& n : names) {
@@ -647,8 +647,8 @@ class SlowReader final : public sampler::MemoryReader {
  public:
   explicit SlowReader(sampler::MemoryReader& inner) : inner_(inner) {}
   size_t read(std::span<const sampler::ReadRegion> regions) override {
-    const int64_t until = sampler::monotonic_ns() + 5'000;
-    while (sampler::monotonic_ns() < until) {
+    const int64_t until = gilspy::monotonic_ns() + 5'000;
+    while (gilspy::monotonic_ns() < until) {
     }
     return inner_.read(regions);
   }
@@ -679,11 +679,11 @@ TEST_CASE(
   sampler::StackSampler sampler(s.interp, reader, q, 0, {}, 256);
   for (size_t i = 0; i < kThreads; ++i) {
     sampler.thread_added(i, py.tstate(0), 0x7f0000 + i * 0x100, static_cast<int32_t>(1000 + i),
-                         sampler::monotonic_ns());
+                         gilspy::monotonic_ns());
   }
   std::set<int64_t> named;
   for (int call = 0; call < 100 && named.size() < kThreads; ++call) {
-    sampler.work(sampler::monotonic_ns() + 300'000);
+    sampler.work(gilspy::monotonic_ns() + 300'000);
     for (const auto& n : only<raw::ThreadName>(drain(q))) named.insert(n.tid);
   }
   CHECK(named.size() == kThreads);
@@ -702,20 +702,20 @@ TEST_CASE("stack sampler: a names step for threads that have ended since reads n
   ChangingReader reader(py.mem);
   sampler::RecordQueue q(1024);
   sampler::StackSampler sampler(s.interp, reader, q, 0, {}, 16);
-  sampler.thread_added(0, ts_a, 0x7fa0, 100, sampler::monotonic_ns());
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.thread_added(0, ts_a, 0x7fa0, 100, gilspy::monotonic_ns());
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   REQUIRE(only<raw::ThreadName>(drain(q)).size() == 1);
   // A request thread that came and went before its names step (due 10 ms after it appeared).
-  sampler.thread_added(1, ts_b, 0x7fb0, 101, sampler::monotonic_ns());
+  sampler.thread_added(1, ts_b, 0x7fb0, 101, gilspy::monotonic_ns());
   sampler.thread_removed(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(12));
   reader.reads = 0;
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(reader.reads == 0);
   // One still there (not in _active yet): the step reads threading._active for it.
-  sampler.thread_added(2, ts_c, 0x7fc0, 102, sampler::monotonic_ns());
+  sampler.thread_added(2, ts_c, 0x7fc0, 102, gilspy::monotonic_ns());
   std::this_thread::sleep_for(std::chrono::milliseconds(12));
-  sampler.work(sampler::monotonic_ns() + 1'000'000'000);
+  sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(reader.reads > 0);
 }
 
