@@ -1,6 +1,6 @@
 #pragma once
-// The one error type of gilspy. It lives in base/, below every other module, so every layer throws it; only cli/
-// turns it into text and an exit code. `kind` lets callers (and tests) react to a class of failure
+// The one error type of gilspy. It lives in base/, below every other module, so every layer throws it; only
+// cli/ turns it into text and an exit code. `kind` lets callers (and tests) react to a class of failure
 // without parsing the message; `what()` is a sentence a user can act on.
 #include <stdexcept>
 #include <string>

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <ctime>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <utility>
 #include <vector>
 
@@ -114,7 +114,7 @@ int open_output_dir(const std::string& dir) {
 namespace {
 
 struct SplitPath {
-  std::string dir;   // "." when the path has no folder
+  std::string dir;  // "." when the path has no folder
   std::string name;
 };
 
@@ -145,7 +145,8 @@ std::string random_suffix() {
   unsigned char bytes[6] = {};
   if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
     // No entropy source: time and pid still make a collision unlikely, and O_EXCL makes it harmless.
-    const uint64_t v = static_cast<uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(time(nullptr));
+    const uint64_t v =
+        static_cast<uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(time(nullptr));
     std::memcpy(bytes, &v, sizeof bytes);
   }
   static const char* kHex = "0123456789abcdef";
@@ -284,7 +285,8 @@ OutputFile OutputFile::named(const std::string& path, mode_t mode) {
       if (errno == ENOENT) continue;  // gone meanwhile (renamed by its writer): try again
       const int e2 = errno;
       f.discard_temp_name(temp_name);
-      throw Error(ErrorKind::kIo, "cannot create " + path + ": it exists and cannot be read (" + errno_text(e2) + ")");
+      throw Error(ErrorKind::kIo,
+                  "cannot create " + path + ": it exists and cannot be read (" + errno_text(e2) + ")");
     }
     const bool locked_by_other = ::flock(other, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     ::close(other);
@@ -292,8 +294,8 @@ OutputFile OutputFile::named(const std::string& path, mode_t mode) {
     if (locked_by_other) throw Error(ErrorKind::kBusy, path + " is being written by another process");
     throw Error(ErrorKind::kIo, path +
                                     " already exists, left by a run that did not finish; gilspy does not "
-                                    "overwrite it (convert it with 'gilspy convert -i " + path +
-                                    "', or remove it)");
+                                    "overwrite it (convert it with 'gilspy convert -i " +
+                                    path + "', or remove it)");
   }
   f.discard_temp_name(temp_name);
   throw Error(ErrorKind::kIo, "cannot create " + path + ": the name keeps changing under gilspy");
@@ -304,7 +306,9 @@ void OutputFile::discard_temp_name(std::string& temp_name) noexcept {
   temp_name.clear();
 }
 
-OutputFile::OutputFile(OutputFile&& o) noexcept { *this = std::move(o); }
+OutputFile::OutputFile(OutputFile&& o) noexcept {
+  *this = std::move(o);
+}
 
 OutputFile& OutputFile::operator=(OutputFile&& o) noexcept {
   if (this != &o) {
@@ -385,7 +389,8 @@ void OutputFile::commit(const std::string& final_path) {
     }
   } else if (!remove_uncommitted_) {
     // named(): in a folder others can write to, make sure the name still holds our file before moving it.
-    struct stat mine {}, there {};
+    struct stat mine {
+    }, there{};
     if (::fstat(fd_, &mine) != 0 || ::fstatat(dir_fd_, name_.c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0 ||
         mine.st_dev != there.st_dev || mine.st_ino != there.st_ino) {
       throw Error(ErrorKind::kIo, "cannot rename " + path_ + " to " + to_path + ": " + path_ +

@@ -6,9 +6,9 @@
 
 #include <cerrno>
 #include <charconv>
-#include <string_view>
 #include <cstdlib>
 #include <iterator>
+#include <string_view>
 
 namespace gilspy {
 
@@ -97,8 +97,8 @@ std::vector<pid_t> all_process_ids() {
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return out;
   while (const dirent* e = ::readdir(dir)) {
-    if (const auto pid = to_pid(e->d_name); pid && std::string_view(e->d_name).find_first_not_of("0123456789") ==
-                                                       std::string_view::npos) {
+    if (const auto pid = to_pid(e->d_name);
+        pid && std::string_view(e->d_name).find_first_not_of("0123456789") == std::string_view::npos) {
       out.push_back(*pid);
     }
   }
@@ -160,14 +160,47 @@ bool has_capability(int bit) {
 
 std::string capability_names(uint64_t mask) {
   // linux/capability.h, in bit order.
-  static constexpr const char* kNames[] = {
-      "CHOWN",      "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER",         "FSETID",          "KILL",
-      "SETGID",     "SETUID",       "SETPCAP",         "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST",
-      "NET_ADMIN",  "NET_RAW",      "IPC_LOCK",        "IPC_OWNER",       "SYS_MODULE",      "SYS_RAWIO",
-      "SYS_CHROOT", "SYS_PTRACE",   "SYS_PACCT",       "SYS_ADMIN",       "SYS_BOOT",        "SYS_NICE",
-      "SYS_RESOURCE", "SYS_TIME",   "SYS_TTY_CONFIG",  "MKNOD",           "LEASE",           "AUDIT_WRITE",
-      "AUDIT_CONTROL", "SETFCAP",   "MAC_OVERRIDE",    "MAC_ADMIN",       "SYSLOG",          "WAKE_ALARM",
-      "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON",        "BPF",             "CHECKPOINT_RESTORE"};
+  static constexpr const char* kNames[] = {"CHOWN",
+                                           "DAC_OVERRIDE",
+                                           "DAC_READ_SEARCH",
+                                           "FOWNER",
+                                           "FSETID",
+                                           "KILL",
+                                           "SETGID",
+                                           "SETUID",
+                                           "SETPCAP",
+                                           "LINUX_IMMUTABLE",
+                                           "NET_BIND_SERVICE",
+                                           "NET_BROADCAST",
+                                           "NET_ADMIN",
+                                           "NET_RAW",
+                                           "IPC_LOCK",
+                                           "IPC_OWNER",
+                                           "SYS_MODULE",
+                                           "SYS_RAWIO",
+                                           "SYS_CHROOT",
+                                           "SYS_PTRACE",
+                                           "SYS_PACCT",
+                                           "SYS_ADMIN",
+                                           "SYS_BOOT",
+                                           "SYS_NICE",
+                                           "SYS_RESOURCE",
+                                           "SYS_TIME",
+                                           "SYS_TTY_CONFIG",
+                                           "MKNOD",
+                                           "LEASE",
+                                           "AUDIT_WRITE",
+                                           "AUDIT_CONTROL",
+                                           "SETFCAP",
+                                           "MAC_OVERRIDE",
+                                           "MAC_ADMIN",
+                                           "SYSLOG",
+                                           "WAKE_ALARM",
+                                           "BLOCK_SUSPEND",
+                                           "AUDIT_READ",
+                                           "PERFMON",
+                                           "BPF",
+                                           "CHECKPOINT_RESTORE"};
   std::string out;
   for (unsigned bit = 0; bit < 64; ++bit) {
     if ((mask >> bit & 1) == 0) continue;
@@ -184,7 +217,8 @@ std::string ptrace_permission_hint(pid_t pid) {
       return "gilspy runs as root but without " + capability_names(*theirs & ~*ours) + ", which process " +
              std::to_string(pid) +
              " has; the kernel lets only a holder of CAP_SYS_PTRACE over the target's user namespace read it "
-             "then (gilspy may run in a container: run it on the host, or give the container those capabilities)";
+             "then (gilspy may run in a container: run it on the host, or give the container those "
+             "capabilities)";
     }
     return "gilspy runs as root, yet the kernel refused: process " + std::to_string(pid) +
            " may belong to another user namespace (a container's), or a security module (SELinux, AppArmor, "
@@ -197,7 +231,8 @@ std::string ptrace_permission_hint(pid_t pid) {
   if (auto scope = read_proc_file("/proc/sys/kernel/yama/ptrace_scope")) {
     if (const size_t nl = scope->find('\n'); nl != std::string::npos) scope->resize(nl);
     hint += "; kernel.yama.ptrace_scope is " + *scope;
-    if (*scope == "1") hint += " (only a process's ancestors may read it, unless it allows gilspy with PR_SET_PTRACER)";
+    if (*scope == "1")
+      hint += " (only a process's ancestors may read it, unless it allows gilspy with PR_SET_PTRACER)";
     if (*scope == "3") hint += " (no process may read another's memory until reboot)";
   }
   return hint;

@@ -38,8 +38,8 @@ std::optional<std::string> process_image_id(pid_t pid);
 bool has_capability(int bit);
 // The real user id of a process (/proc/PID/status, "Uid:"); nullopt when it is gone or unreadable.
 std::optional<uid_t> process_real_uid(pid_t pid);
-// When the process started (field 22 of /proc/PID/stat, clock ticks after boot), as text: a pid reused by a new
-// process has another. nullopt when the process is gone.
+// When the process started (field 22 of /proc/PID/stat, clock ticks after boot), as text: a pid reused by a
+// new process has another. nullopt when the process is gone.
 std::optional<std::string> process_start_time(pid_t pid);
 // /proc/PID/exe, the program the process runs now; "" when unknown. Target-controlled text: escape to print.
 std::string process_executable(pid_t pid);

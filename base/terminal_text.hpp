@@ -2,8 +2,9 @@
 // Target-controlled text (thread names, command lines, paths from /proc) on the way to a terminal. A Python
 // program can name a thread "\x1b]0;pwned\x07" or "\u202e" and rewrite the user's screen, title or reading
 // order; every byte that the terminal would interpret rather than print is made visible instead. Every place
-// that prints target text (record's summary, info, top, error messages) passes it through escape_for_terminal.
-// Widths are counted in terminal columns so that a renderer can promise that no line is longer than the screen.
+// that prints target text (record's summary, info, top, error messages) passes it through
+// escape_for_terminal. Widths are counted in terminal columns so that a renderer can promise that no line is
+// longer than the screen.
 #include <cstddef>
 #include <string>
 #include <string_view>

@@ -118,14 +118,15 @@ void print_input_lines(const convert::ConvertReport& report, bool merged) {
   for (const auto& in : report.inputs) {
     const auto& m = in.meta;
     // The file's text came from a target (or anyone who wrote the file): escaped on the way to the terminal.
-    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", escape_for_terminal(in.path), m.pid,
-                                   m.rank, escape_for_terminal(m.python_version), in.records);
+    std::string line = fmt::format("{}: pid {} rank {} python {}, {} events", escape_for_terminal(in.path),
+                                   m.pid, m.rank, escape_for_terminal(m.python_version), in.records);
     // (Merged, the pid differs because the profiler saw the process under another one: said on the next
     // line.)
     if (in.trace_pid != m.pid && !merged)
       line += fmt::format(" (shown as pid {}: an earlier input has pid {})", in.trace_pid, m.pid);
     if (!in.complete)
-      line += fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", escape_for_terminal(in.problem));
+      line +=
+          fmt::format(" ({}: {})", in.corrupt ? "salvaged" : "recovered", escape_for_terminal(in.problem));
     fmt::print("{}\n", line);
   }
 }
@@ -144,16 +145,18 @@ void print_input_warnings(const convert::ConvertReport& report) {
     fmt::print(
         stderr,
         "gilspy: warning: {} is an unfinished recording; recovered and converted its {} complete events{}\n",
-        escape_for_terminal(in.path), in.records, in.summary_rebuilt ? " and rebuilt its summary from them" : "");
+        escape_for_terminal(in.path), in.records,
+        in.summary_rebuilt ? " and rebuilt its summary from them" : "");
   }
 }
 
 // --merge-into TRACE: the GIL lanes into a profiler's trace (convert/merge_trace.hpp).
 int run_merge(const ConvertOptions& o) {
   if (o.format != "trace") {
-    throw Error(ErrorKind::kUsage,
-                "--format " + o.format + " does not go with --merge-into, which writes a trace: convert once "
-                "with --merge-into and once with --format " + o.format);
+    throw Error(ErrorKind::kUsage, "--format " + o.format +
+                                       " does not go with --merge-into, which writes a trace: convert once "
+                                       "with --merge-into and once with --format " +
+                                       o.format);
   }
   if (o.output.empty()) {
     throw Error(ErrorKind::kUsage,
@@ -217,7 +220,8 @@ int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mod
                                                           : convert::FoldWeight::kContention;
   convert::CollapsedReport report;
   try {
-    report = convert::convert_to_collapsed(o.inputs, output, {.weight = weight, .mode = mode, .salvage = o.salvage});
+    report = convert::convert_to_collapsed(o.inputs, output,
+                                           {.weight = weight, .mode = mode, .salvage = o.salvage});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kCorrupt) throw;
     throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
@@ -227,15 +231,17 @@ int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mod
              weight == convert::FoldWeight::kHold   ? "GIL holding"
              : weight == convert::FoldWeight::kWait ? "waiting for the GIL"
                                                     : "GIL holding while others waited",
-             report.unattributed_us > 0
-                 ? fmt::format(", {:.3f} s without a stack sample", static_cast<double>(report.unattributed_us) / 1e6)
-                 : "");
+             report.unattributed_us > 0 ? fmt::format(", {:.3f} s without a stack sample",
+                                                      static_cast<double>(report.unattributed_us) / 1e6)
+                                        : "");
   if (report.stack_samples == 0) {
-    fmt::print(stderr, "gilspy: warning: the input has no stack samples (recorded with --no-stacks, or by a gilspy "
-                       "before 0.2): everything is under [no stack sample]\n");
+    fmt::print(stderr,
+               "gilspy: warning: the input has no stack samples (recorded with --no-stacks, or by a gilspy "
+               "before 0.2): everything is under [no stack sample]\n");
   }
   for (const auto& path : report.incomplete) {
-    fmt::print(stderr, "gilspy: warning: {} is an unfinished or salvaged recording; folded as far as it goes\n",
+    fmt::print(stderr,
+               "gilspy: warning: {} is an unfinished or salvaged recording; folded as far as it goes\n",
                escape_for_terminal(path));
   }
   std::fflush(stdout);
@@ -246,23 +252,29 @@ int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mod
 
 Runner add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<ConvertOptions>();
-  auto* cmd = app.add_subcommand("convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
+  auto* cmd = app.add_subcommand(
+      "convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
   cmd->footer(
       "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
-      "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio Insight.\n"
-      "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil and\n"
+      "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio "
+      "Insight.\n"
+      "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil "
+      "and\n"
       "take_gil slices and drop_gil marks, plus a gil_waiters counter and the same count as slices on a\n"
       "'GIL waiters' lane. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
       "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
-      "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but not\n"
+      "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but "
+      "not\n"
       "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
       "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
-      "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only if\n"
+      "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only "
+      "if\n"
       "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.\n"
       "Several ranks come out in rank order. --merge-into TRACE adds the GIL lanes to a PyTorch profiler\n"
       "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip) or Ascend's trace_view.json instead: the\n"
       "profiler's events and members are kept as they are, the lanes go into the process of the recording's\n"
-      "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map GILPID:TRACEPID\n"
+      "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map "
+      "GILPID:TRACEPID\n"
       "when the profiler saw another pid.");
   cmd->add_option("-i,--input", opts->inputs,
                   "Raw recording to convert; repeat to merge several (e.g. one per rank)")
@@ -273,8 +285,9 @@ Runner add_convert_command(CLI::App& app) {
                   "Trace file to write (default with one input X.json: X.trace.json beside it; required with "
                   "several)")
       ->type_name("OUT");
-  cmd->add_flag("--salvage", opts->salvage,
-                "Convert a corrupt input up to its damage (and say how much was lost) instead of refusing it");
+  cmd->add_flag(
+      "--salvage", opts->salvage,
+      "Convert a corrupt input up to its damage (and say how much was lost) instead of refusing it");
   cmd->add_option("--file-mode", opts->file_mode, "Permissions of the output, octal (default 0600)")
       ->type_name("MODE");
   cmd->add_option("--format", opts->format,
@@ -282,9 +295,10 @@ Runner add_convert_command(CLI::App& app) {
                   "microseconds) for flamegraph.pl, inferno or speedscope; default output X.folded")
       ->check(CLI::IsMember({"trace", "collapsed"}))
       ->type_name("trace|collapsed");
-  cmd->add_option("--weight", opts->weight,
-                  "collapsed: weigh each stack by its GIL hold time (hold), its hold time while other threads "
-                  "waited (contention, the default), or the time threads waited at it (wait)")
+  cmd->add_option(
+         "--weight", opts->weight,
+         "collapsed: weigh each stack by its GIL hold time (hold), its hold time while other threads "
+         "waited (contention, the default), or the time threads waited at it (wait)")
       ->check(CLI::IsMember({"hold", "contention", "wait"}))
       ->type_name("hold|contention|wait");
   cmd->add_option(

@@ -1,16 +1,17 @@
-// `gilspy info -p PID`: one look at a running interpreter: version, where its GIL is, who holds it, who waits.
+// `gilspy info -p PID`: one look at a running interpreter: version, where its GIL is, who holds it, who
+// waits.
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.hpp"
-#include "cli/process_discovery.hpp"
-#include "cli/version_policy.hpp"
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
 #include "base/terminal_text.hpp"
+#include "cli/commands.hpp"
+#include "cli/process_discovery.hpp"
+#include "cli/version_policy.hpp"
 #include "sampler/attach.hpp"
 #include "sampler/task_syscall.hpp"
 #include "sampler/threads.hpp"
@@ -26,13 +27,16 @@ struct InfoOptions {
   bool any_user = false;
 };
 
-std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+std::string hex(uint64_t v) {
+  return fmt::format("0x{:x}", v);
+}
 
 int run_info(const InfoOptions& o) {
   require_process_id(o.pid);
   check_target_owner(o.pid, o.any_user);
   sampler::RemoteMemoryReader reader(o.pid);
-  // A python executable that has not mapped libpython yet is waited for too; anything else is refused at once.
+  // A python executable that has not mapped libpython yet is waited for too; anything else is refused at
+  // once.
   char exe[4096] = {};
   const std::string exe_link = "/proc/" + std::to_string(o.pid) + "/exe";
   const ssize_t n = ::readlink(exe_link.c_str(), exe, sizeof exe - 1);
@@ -73,8 +77,12 @@ int run_info(const InfoOptions& o) {
       const bool holds = g.holder() == t.tstate;
       if (holds) holder_tid = t.tid;
       const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
-      rows.push_back({{"tid", t.tid}, {"tstate", hex(t.tstate)}, {"main", t.tid == o.pid}, {"state", state},
-                      {"task", sampler::to_string(task)}, {"comm", thread_comm(o.pid, t.tid)}});
+      rows.push_back({{"tid", t.tid},
+                      {"tstate", hex(t.tstate)},
+                      {"main", t.tid == o.pid},
+                      {"state", state},
+                      {"task", sampler::to_string(task)},
+                      {"comm", thread_comm(o.pid, t.tid)}});
       if (walker.in_other_pid_namespace()) rows.back()["ns_tid"] = t.ns_tid;  // the container's own id
     }
     const auto after = read_gil();
@@ -109,13 +117,15 @@ int run_info(const InfoOptions& o) {
     return 0;
   }
   // The binary's path and the threads' names come from the target: escaped.
-  fmt::print("Python {} ({} {}{}), pid {}\n", b.version.text(), b.shared_library ? "libpython" : "static executable",
-             escape_for_terminal(b.path), b.stripped ? ", stripped" : "", o.pid);
+  fmt::print("Python {} ({} {}{}), pid {}\n", b.version.text(),
+             b.shared_library ? "libpython" : "static executable", escape_for_terminal(b.path),
+             b.stripped ? ", stripped" : "", o.pid);
   fmt::print("_PyRuntime {}  interpreter {}  GIL {}  switch interval {} us\n", hex(b.runtime_addr),
              hex(in.interp_addr), hex(in.gil_addr), g.interval_us);
   fmt::print("GIL: {}, switch number {}, {} thread(s) waiting on it\n\n",
-             g.locked == 1 ? (holder_tid ? fmt::format("held by thread {}", holder_tid) : "held by an unknown thread")
-                           : "free",
+             g.locked == 1
+                 ? (holder_tid ? fmt::format("held by thread {}", holder_tid) : "held by an unknown thread")
+                 : "free",
              g.switch_number, g.waiters);
   fmt::print("  {:>8}  {:<9} {:<14} {}\n", "TID", "GIL", "KERNEL", "OS NAME");
   for (const auto& r : rows) {
@@ -123,7 +133,8 @@ int run_info(const InfoOptions& o) {
     fmt::print("  {:>8}  {:<9} {:<14} {}{}\n", r["tid"].get<int64_t>(), r["state"].get<std::string>(),
                r["task"].get<std::string>(), comm, r["main"].get<bool>() ? " (main thread)" : "");
   }
-  if (truncated) fmt::print("  ... more than {} threads; the rest are not shown\n", sampler::ThreadWalker::kMaxThreads);
+  if (truncated)
+    fmt::print("  ... more than {} threads; the rest are not shown\n", sampler::ThreadWalker::kMaxThreads);
   return 0;
 }
 
@@ -131,11 +142,16 @@ int run_info(const InfoOptions& o) {
 
 Runner add_info_command(CLI::App& app) {
   auto opts = std::make_shared<InfoOptions>();
-  auto* cmd = app.add_subcommand("info", "Show a running interpreter's GIL and threads once: who holds it, who waits");
-  cmd->footer("Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
-              "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
-              "the thread is doing. --json prints the same as one JSON object.");
-  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")->required()->check(positive_number())->type_name("PID");
+  auto* cmd = app.add_subcommand(
+      "info", "Show a running interpreter's GIL and threads once: who holds it, who waits");
+  cmd->footer(
+      "Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
+      "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
+      "the thread is doing. --json prints the same as one JSON object.");
+  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")
+      ->required()
+      ->check(positive_number())
+      ->type_name("PID");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
   cmd->add_flag("--any-user", opts->any_user,
                 "Not run as root (file capabilities): also another user's process; without it gilspy reads "

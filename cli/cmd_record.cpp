@@ -52,8 +52,9 @@ Runner add_record_command(CLI::App& app) {
                   "Directory for the output files (default: $GILSPY_OUTPUT_DIR, else the current directory)")
       ->type_name("DIR");
   auto file_mode = std::make_shared<std::string>("0600");
-  cmd->add_option("--file-mode", *file_mode,
-                  "Permissions of the files written, octal (default 0600: they hold the target's command line)")
+  cmd->add_option(
+         "--file-mode", *file_mode,
+         "Permissions of the files written, octal (default 0600: they hold the target's command line)")
       ->type_name("MODE");
   cmd->add_flag("--no-trace", opts->no_trace, "Write only the raw file, not the Chrome trace");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only where the files went, no summary table");

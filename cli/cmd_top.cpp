@@ -16,16 +16,20 @@ Runner add_top_command(CLI::App& app) {
       "  gilspy top -- python3 train.py         launch a program and watch it until it exits\n"
       "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
       "Keys: h sort by HOLD%, w by WAIT%, i by TID; c CPU columns (CPU%, run-queue, IPC by GIL role) / GIL\n"
-      "columns; t totals since start / last interval; p pause; r reset the totals; q quit. On a pipe (or with\n"
+      "columns; t totals since start / last interval; p pause; r reset the totals; q quit. On a pipe (or "
+      "with\n"
       "--batch) it prints a plain snapshot every interval (with --counters, each process's CPU table too).\n"
-      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch mode "
+      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch "
+      "mode "
       "the\n"
       "program's own exit status; 1 on errors; 2 for wrong arguments.");
   add_target_options(*cmd, *targets, "watch");
   cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes, 0.05 to 3600 (default 1)")
       ->check(number_between(0.05, 3600))
       ->type_name("SECONDS");
-  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")->check(positive_number())->type_name("N");
+  cmd->add_option("-n,--count", opts->count, "Stop after this many snapshots")
+      ->check(positive_number())
+      ->type_name("N");
   cmd->add_flag(
       "-b,--batch", opts->batch,
       "Print a plain snapshot every interval instead of the live screen (the default when stdout is "

@@ -38,7 +38,9 @@ size_t parse_thread_rows(const std::string& text);
 // --file-mode "0644" -> 0644; throws Error(kUsage).
 inline mode_t parse_file_mode_option(const std::string& text) {
   const auto mode = parse_file_mode(text);
-  if (!mode) throw Error(ErrorKind::kUsage, "--file-mode wants an octal mode such as 0600 or 0644, not '" + text + "'");
+  if (!mode)
+    throw Error(ErrorKind::kUsage,
+                "--file-mode wants an octal mode such as 0600 or 0644, not '" + text + "'");
   return *mode;
 }
 

@@ -4,22 +4,23 @@
 #include <map>
 #include <string>
 
-#include "cli/commands.hpp"
 #include "base/error.hpp"
 #include "base/terminal_text.hpp"
+#include "cli/commands.hpp"
 #include "gilspy_version.hpp"
 
 // A free-threaded target without a GIL is not an error of gilspy or of the user: scripts can tell it apart.
 constexpr int kExitNoGil = 3;
 
 int main(int argc, char** argv) {
-  // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way through
-  // writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A launched
-  // program gets the default back (cli/launch.cpp).
+  // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way
+  // through writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A
+  // launched program gets the default back (cli/launch.cpp).
   std::signal(SIGPIPE, SIG_IGN);
-  CLI::App app{"gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
-               "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
-               "gilspy"};
+  CLI::App app{
+      "gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
+      "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
+      "gilspy"};
   app.set_version_flag("-V,--version", gilspy::kGilspyVersion);
   app.require_subcommand(1);
   app.fallthrough(false);
@@ -55,8 +56,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string where = "gilspy";
     for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n", gilspy::escape_for_terminal(e.what()).c_str(),
-                 where.c_str());
+    std::fprintf(stderr, "gilspy: error: %s (see '%s --help')\n",
+                 gilspy::escape_for_terminal(e.what()).c_str(), where.c_str());
     return 2;
   }
   try {

@@ -12,7 +12,8 @@
 namespace gilspy::cli {
 
 // A Python process by its look from outside: an executable named python* or a libpython mapped. Cheap (a
-// readlink and /proc/PID/maps); attaching is what decides (a python2, an unsupported version is refused then).
+// readlink and /proc/PID/maps); attaching is what decides (a python2, an unsupported version is refused
+// then).
 bool is_python_process(pid_t pid);
 
 // Whether the process holds an accelerator device open: /dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*
@@ -29,9 +30,10 @@ std::vector<pid_t> python_processes(pid_t self);
 // pid has another) and code and stack addresses (an exec() replaces them). nullopt when the process is gone.
 std::optional<std::string> process_key(pid_t pid);
 
-// Run with CAP_SYS_PTRACE but not as root (file capabilities), gilspy reads only its own user's processes unless
-// `any_user`: a capability on the binary would let every user who can run it read every process, root's
-// included. Throws Error(kPermission) naming the owner and --any-user; a process gone is left to attaching.
+// Run with CAP_SYS_PTRACE but not as root (file capabilities), gilspy reads only its own user's processes
+// unless `any_user`: a capability on the binary would let every user who can run it read every process,
+// root's included. Throws Error(kPermission) naming the owner and --any-user; a process gone is left to
+// attaching.
 void check_target_owner(pid_t pid, bool any_user);
 
 }  // namespace gilspy::cli

@@ -41,9 +41,9 @@ void ensure_output_dir(const std::string& dir) {
   // access() says why: EACCES (permission denied) or EROFS (read-only file system) among others.
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     const int e = errno;
-    throw Error(ErrorKind::kIo, "cannot write to the output directory " + dir + ": " +
-                                    (e == EROFS ? std::string("it is on a read-only file system")
-                                                : errno_text(e)));
+    throw Error(ErrorKind::kIo,
+                "cannot write to the output directory " + dir + ": " +
+                    (e == EROFS ? std::string("it is on a read-only file system") : errno_text(e)));
   }
 }
 
@@ -115,8 +115,9 @@ void RawFileSink::flush(File& f) {
   if (e && !f.write_failing) {
     f.write_failing = true;
     f.lost_when_failing = f.writer->lost_records();
-    fmt::print(stderr, "gilspy: warning: {}; recording on, keeping events in memory (up to {} MiB) until they "
-                       "can be written\n",
+    fmt::print(stderr,
+               "gilspy: warning: {}; recording on, keeping events in memory (up to {} MiB) until they "
+               "can be written\n",
                e->what(), raw::WriterOptions{}.max_pending_bytes >> 20);
   } else if (!e && f.write_failing) {
     f.write_failing = false;

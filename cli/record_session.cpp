@@ -44,9 +44,10 @@ ExitDecision exit_policy(const SessionOutcome& out, double duration_s) {
       what.clear();
       for (const auto& e : out.early_ends) what += (what.empty() ? "" : "; ") + e;
     }
-    return {1, fmt::format("{} after {:.2f} s, before the {:g} s asked; the files hold everything until then{}",
-                           what, out.elapsed_s, duration_s,
-                           out.early_ends.empty() ? "" : " (to record what runs now, start gilspy again)")};
+    return {1,
+            fmt::format("{} after {:.2f} s, before the {:g} s asked; the files hold everything until then{}",
+                        what, out.elapsed_s, duration_s,
+                        out.early_ends.empty() ? "" : " (to record what runs now, start gilspy again)")};
   }
   if (!out.early_ends.empty()) {
     std::string what;
@@ -93,8 +94,8 @@ int run_record(const RecordOptions& o) {
     if (o.json) return json_lines.finished_target(done);
     if (stdout_gone) return;
     try {
-      print_target_summary(done,
-                           {.rate_asked = o.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
+      print_target_summary(
+          done, {.rate_asked = o.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
       if (std::fflush(stdout) != 0) stdout_gone = true;
     } catch (const std::system_error&) {
       stdout_gone = true;

@@ -1,6 +1,6 @@
 #pragma once
-// One `gilspy record` run: a session (cli/session.hpp: attach or launch, poll, drain) into the raw-file sink and
-// the status line, the per-target summary at the end, and the exit policy.
+// One `gilspy record` run: a session (cli/session.hpp: attach or launch, poll, drain) into the raw-file sink
+// and the status line, the per-target summary at the end, and the exit policy.
 #include <sys/types.h>
 
 #include <string>
@@ -23,14 +23,14 @@ struct RecordOptions {
   bool no_trace = false;
   bool quiet = false;
   size_t summary_threads = 20;  // rows of the end summary's thread table; 0: every thread
-  bool status = true;  // live status line when stderr is a terminal
+  bool status = true;           // live status line when stderr is a terminal
   double attach_timeout_s = 10;
   bool strict_version = false;
   bool any_user = false;
   Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
   bool follow = true;
   bool accelerator_only = false;
-  bool json = false;  // machine-readable results on stdout (record_json.hpp) instead of the summary
+  bool json = false;            // machine-readable results on stdout (record_json.hpp) instead of the summary
   double gc_threshold_ms = -1;  // --gc-threshold-ms: list GC collections at least this long (< 0: none)
   std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
   bool check = false;  // gilspy check: the check report (check_report.hpp) instead of the summary

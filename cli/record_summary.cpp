@@ -197,13 +197,14 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
           : "  ±95%: the shares are estimates from polls; each lies within this many points of the truth, 19 "
             "times in 20\n";
   if (widest != nullptr && widest->share_ci95() > 0.01) {
-    fmt::format_to(std::back_inserter(out),
-                   "  note: the shares of {} are only known to ±{:.1f} points (over 1): record longer or raise "
-                   "the rate (-r)\n",
-                   widest->threads > 1 ? fmt::format("the [{}] {} threads", widest->threads,
-                                                     escape_for_terminal(widest->name))
-                                       : "thread " + std::to_string(widest->tid),
-                   100 * widest->share_ci95());
+    fmt::format_to(
+        std::back_inserter(out),
+        "  note: the shares of {} are only known to ±{:.1f} points (over 1): record longer or raise "
+        "the rate (-r)\n",
+        widest->threads > 1
+            ? fmt::format("the [{}] {} threads", widest->threads, escape_for_terminal(widest->name))
+            : "thread " + std::to_string(widest->tid),
+        100 * widest->share_ci95());
   }
 }
 

@@ -94,7 +94,9 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
           [&](const raw::ThreadName& x) { model_.thread_named(id, x.tid, x.label()); },
           [&](const raw::FrameDef& x) { stacks_.frame(id, x); },
           [&](const raw::StackDef& x) { stacks_.stack(id, x); },
-          [&](const raw::StackSample& x) { model_.thread_function(id, x.tid, stacks_.innermost_text(id, x.stack)); },
+          [&](const raw::StackSample& x) {
+            model_.thread_function(id, x.tid, stacks_.innermost_text(id, x.stack));
+          },
           [](const raw::StackStats&) {},
           [&](const raw::CounterSetup& x) { counter_setup(id, x); },
           [&](const raw::CounterSample& x) { counter_sample(id, x); },

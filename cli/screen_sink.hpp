@@ -35,7 +35,8 @@ class ScreenSink final : public Sink {
  private:
   void take_snapshot(bool last);
   void flush_tick();  // the tick whose records were delivered, if any, becomes a snapshot
-  // The CPU columns (screen_sink_cpu.cpp): where each target's perf values sit, and its pieces into the model.
+  // The CPU columns (screen_sink_cpu.cpp): where each target's perf values sit, and its pieces into the
+  // model.
   void counter_setup(raw::TargetId id, const raw::CounterSetup& s);
   void counter_sample(raw::TargetId id, const raw::CounterSample& s);
   struct CounterIndex {

@@ -1,12 +1,12 @@
 #pragma once
 // A session: the targets (attached, or one launched program), a sampler per target, the poll loop on its own
-// thread, and on the calling thread a Boost.Asio loop (terminating signals, the drain timer) that moves records
-// from the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end summary;
-// `top` = session + screen sink.
+// thread, and on the calling thread a Boost.Asio loop (terminating signals, the drain timer) that moves
+// records from the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end
+// summary; `top` = session + screen sink.
 //
-//   Session session(options);        // takes over the terminating signals, attaches (or launches and attaches)
-//   session.add_sink(raw_files);     // any number, called in the order added
-//   SessionOutcome out = session.run();  // until the duration, a signal, or every target is gone
+//   Session session(options);        // takes over the terminating signals, attaches (or launches and
+//   attaches) session.add_sink(raw_files);     // any number, called in the order added SessionOutcome out =
+//   session.run();  // until the duration, a signal, or every target is gone
 #include <sys/types.h>
 
 #include <functional>
@@ -108,14 +108,14 @@ class Session {
   // What was not recorded, in the order it was met (grows while run() finds processes).
   const std::vector<SkippedTarget>& skipped() const;
 
-  // Polls until the duration passes, a terminating signal, request_stop(), or every target is gone; delivers every
-  // record; calls every sink's finish() even when polling failed, then rethrows what failed (the drain side's
-  // error first).
+  // Polls until the duration passes, a terminating signal, request_stop(), or every target is gone; delivers
+  // every record; calls every sink's finish() even when polling failed, then rethrows what failed (the drain
+  // side's error first).
   SessionOutcome run();
 
-  // The session's Asio loop, for a front end's own handlers (`top`: keys, SIGWINCH). They run on the session's
-  // thread between drains. They need not end by themselves: once polling has ended and every record is
-  // delivered, run() stops the loop; handlers still pending then never run. Whatever they use must outlive
+  // The session's Asio loop, for a front end's own handlers (`top`: keys, SIGWINCH). They run on the
+  // session's thread between drains. They need not end by themselves: once polling has ended and every record
+  // is delivered, run() stops the loop; handlers still pending then never run. Whatever they use must outlive
   // run(); the io_context itself lives as long as the session. An exception from a handler ends the session
   // like a sink's (every sink finished, then rethrown by run()).
   boost::asio::io_context& io_context();

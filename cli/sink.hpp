@@ -44,8 +44,9 @@ struct LiveStats {
 
 // Once, after the poll thread has stopped and every record has been delivered.
 struct SessionEnd {
-  std::string stop_reason;  // "duration", "SIGINT" (any stopping signal's name), "target exited", "stopped", "error"
-  int64_t end_ns = 0;       // on the session's timeline
+  std::string
+      stop_reason;  // "duration", "SIGINT" (any stopping signal's name), "target exited", "stopped", "error"
+  int64_t end_ns = 0;  // on the session's timeline
   std::map<raw::TargetId, raw::LoopFigures>
       figures;  // per target: the poll loop's and its sampler's counters
 };

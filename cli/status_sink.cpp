@@ -17,14 +17,16 @@ void StatusLineSink::stats(const LiveStats& live) {
     total += t->sampler->counters().handoffs_total.load();
   }
   put(fmt::format("\r\033[K[gilspy] {:.1f} s  polls {} ({:.0f}/s)  late {}  hand-offs seen {}/{}", elapsed,
-                  polls, elapsed > 0 ? static_cast<double>(polls) / elapsed : 0.0, loop.late.load(), seen, total));
+                  polls, elapsed > 0 ? static_cast<double>(polls) / elapsed : 0.0, loop.late.load(), seen,
+                  total));
 }
 
 void StatusLineSink::finish(const SessionEnd&) {
   put("\r\033[K");
 }
 
-// The terminal may go away mid-recording (a closed ssh session: EIO): then the status line stops, nothing else.
+// The terminal may go away mid-recording (a closed ssh session: EIO): then the status line stops, nothing
+// else.
 void StatusLineSink::put(const std::string& text) {
   if (gone_) return;
   if (std::fputs(text.c_str(), stderr) < 0 || std::fflush(stderr) != 0) gone_ = true;

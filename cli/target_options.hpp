@@ -1,8 +1,9 @@
 #pragma once
 // The options `record` and `top` share: which processes (-p PID[,PID...], a program after --, or with neither
 // every Python process; --subprocesses, --no-follow, --accelerator) and how to
-// poll them (-r, --cpu-budget, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout). Defined once, so
-// both commands take the same words and poll the same way: adaptively by default, at a fixed rate with -r.
+// poll them (-r, --cpu-budget, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout).
+// Defined once, so both commands take the same words and poll the same way: adaptively by default, at a fixed
+// rate with -r.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -36,7 +37,8 @@ struct TargetArgs {
   std::string counters_text;    // --counters LIST ("" when not given)
   CLI::Option* rate_option = nullptr;
 
-  // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python process).
+  // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python
+  // process).
   std::vector<int> pids() const;
   // Which processes the session finds by itself; throws Error(kUsage) for flags that do not fit the targets.
   Discover discover() const;

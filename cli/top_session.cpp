@@ -13,12 +13,12 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.hpp"
 #include "cli/launch.hpp"
 #include "cli/raw_sink.hpp"
 #include "cli/screen_sink.hpp"
 #include "cli/session.hpp"
 #include "cli/target_options.hpp"
-#include "base/terminal_text.hpp"
 #include "cli/top/keys.hpp"
 #include "cli/top/terminal.hpp"
 #include "cli/top/top_render.hpp"

@@ -26,12 +26,13 @@
 // Only X, I, C and M events: what Perfetto, DevTools and MindStudio Insight all read.
 //
 // On every lane, ts + dur of an event, added as doubles the way JavaScript viewers add them, is <= the ts of
-// the next (reader_safe_dur_ns); DevTools drops a slice that starts inside the previous one and ends after it.
+// the next (reader_safe_dur_ns); DevTools drops a slice that starts inside the previous one and ends after
+// it.
 //
 // Streaming: a first pass reads only each input's metadata, the second streams its events straight to the
 // output; memory grows with the number of threads, not of events. The output is created unnamed (O_TMPFILE;
-// else under a random `<output>.<hex>.tmp`) beside its final name and takes that name only when complete, never
-// through a link (base/output_file.hpp); mode 0600 unless asked otherwise.
+// else under a random `<output>.<hex>.tmp`) beside its final name and takes that name only when complete,
+// never through a link (base/output_file.hpp); mode 0600 unless asked otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -59,9 +60,9 @@ struct ConvertInputReport {
   bool complete = false;  // false: a recording cut short, converted up to its last complete event
   bool corrupt = false;   // (salvage only) a damaged file, converted up to the damage
   std::string problem;    // when !complete: what was wrong, and where
-  uint64_t bytes = 0;          // when !complete: the input's length
-  uint64_t damage_offset = 0;  // when corrupt: where reading stopped (byte from 0)
-  uint64_t unread_lines = 0;   // when corrupt: lines after it that were not converted
+  uint64_t bytes = 0;     // when !complete: the input's length
+  uint64_t damage_offset = 0;    // when corrupt: where reading stopped (byte from 0)
+  uint64_t unread_lines = 0;     // when corrupt: lines after it that were not converted
   bool summary_rebuilt = false;  // the file had no summary; rebuilt from its events
   bool namespace_ids = false;    // shown with its target's own pid and tids (--pid-namespace target)
 };

@@ -49,7 +49,8 @@ class GcLanes {
   void collection(const raw::GcCollection& x);
   // ...and on its thread's lane: [start_ns, end_ns) (input ns) nested in the slice that begins at
   // parent_start_ns and ends at end_ns or later (the hold_gil, or the Python frame it ran under).
-  void thread_collection(const raw::GcCollection& x, int64_t parent_start_ns, int64_t start_ns, int64_t end_ns);
+  void thread_collection(const raw::GcCollection& x, int64_t parent_start_ns, int64_t start_ns,
+                         int64_t end_ns);
   void untimed(const raw::GcUntimed& x);
   void counts(const raw::GcCounts& x);
   void settings(const raw::GcSettings& x);

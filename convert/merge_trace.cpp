@@ -80,9 +80,10 @@ class TraceSurvey final : public TraceScanHandler {
     // Copied byte for byte: it must be JSON (the scanner checks only the structure around it).
     const json m = json::parse("{" + std::string(text) + "}", nullptr, false);
     if (m.is_discarded() || m.size() != 1) {
-      throw Error(ErrorKind::kBadInput, fmt::format("{} is not a trace gilspy can merge into: its member \"{}\" is "
-                                                    "not valid JSON",
-                                                    path_, std::string(key.substr(0, 64))));
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("{} is not a trace gilspy can merge into: its member \"{}\" is "
+                              "not valid JSON",
+                              path_, std::string(key.substr(0, 64))));
     }
     if (key != "baseTimeNanoseconds") return;
     const json& v = m.begin().value();

@@ -42,10 +42,10 @@ DebugOffsets decode_3_13(std::span<const uint8_t> b) {
 
 void expect_equal(const char* what, uint64_t table, uint64_t debug) {
   if (table != debug) {
-    throw Error(ErrorKind::kLayoutMismatch, std::string("the 3.13 layout table disagrees with the interpreter's ") +
-                                                "_Py_DebugOffsets on " + what + " (table " + std::to_string(table) +
-                                                ", interpreter " + std::to_string(debug) +
-                                                "); refusing to guess");
+    throw Error(ErrorKind::kLayoutMismatch,
+                std::string("the 3.13 layout table disagrees with the interpreter's ") +
+                    "_Py_DebugOffsets on " + what + " (table " + std::to_string(table) + ", interpreter " +
+                    std::to_string(debug) + "); refusing to guess");
   }
 }
 
@@ -54,14 +54,16 @@ void expect_equal(const char* what, uint64_t table, uint64_t debug) {
 std::optional<DebugOffsets> decode_debug_offsets(std::span<const uint8_t> b) {
   if (b.size() < 24 || std::memcmp(b.data(), kDebugCookie, sizeof kDebugCookie) != 0) return std::nullopt;
   const uint64_t version = u64_at(b, 8);
-  const int major = static_cast<int>((version >> 24) & 0xFF), minor = static_cast<int>((version >> 16) & 0xFF);
+  const int major = static_cast<int>((version >> 24) & 0xFF),
+            minor = static_cast<int>((version >> 16) & 0xFF);
   if (major == 3 && minor == 13) return decode_3_13(b);
   if (major == 3 && minor == 14) return decode_block(b, kBlock3_14);
   if (major == 3 && minor == 15) return decode_block(b, kBlock3_15);
   const std::string text = elf::version_from_hex(static_cast<uint32_t>(version)).text();
   if (major == 3 && minor > kNewestMinor) {
     // CPython changes this block's shape between minor versions, but not always: a newer version whose block
-    // passes every check of the newest decoder is read with it (and said to be), one that does not is refused.
+    // passes every check of the newest decoder is read with it (and said to be), one that does not is
+    // refused.
     try {
       DebugOffsets d = decode_block(b, kBlock3_15);
       d.read_as_minor = kNewestMinor;
@@ -73,9 +75,11 @@ std::optional<DebugOffsets> decode_debug_offsets(std::span<const uint8_t> b) {
                       "'s: " + e.what());
     }
   }
-  throw Error(ErrorKind::kUnsupportedVersion, "Python " + text +
-                                                  " publishes _Py_DebugOffsets in a form gilspy does not know "
-                                                  "(it supports CPython " + supported_range() + ")");
+  throw Error(ErrorKind::kUnsupportedVersion,
+              "Python " + text +
+                  " publishes _Py_DebugOffsets in a form gilspy does not know "
+                  "(it supports CPython " +
+                  supported_range() + ")");
 }
 
 size_t runtime_head_size(const elf::PyVersion& version) {
@@ -86,14 +90,15 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
   if (version.major == 3 && version.minor < 13) return layout_for(version);
   const auto debug = decode_debug_offsets(runtime_head);
   if (!debug) {
-    throw Error(ErrorKind::kLayoutMismatch, "Python " + version.text() +
-                                                " should start _PyRuntime with _Py_DebugOffsets, but the cookie "
-                                                "\"xdebugpy\" is not there");
+    throw Error(ErrorKind::kLayoutMismatch,
+                "Python " + version.text() +
+                    " should start _PyRuntime with _Py_DebugOffsets, but the cookie "
+                    "\"xdebugpy\" is not there");
   }
   const auto dv = elf::version_from_hex(static_cast<uint32_t>(debug->version));
   if (dv.major != version.major || dv.minor != version.minor) {
-    throw Error(ErrorKind::kLayoutMismatch, "the binary says Python " + version.text() +
-                                                " but its _Py_DebugOffsets say " + dv.text());
+    throw Error(ErrorKind::kLayoutMismatch,
+                "the binary says Python " + version.text() + " but its _Py_DebugOffsets say " + dv.text());
   }
   Layout l;
   if (version.minor == 13 && !debug->free_threaded) {
@@ -121,8 +126,9 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
 
 std::string newer_than_known_note(const elf::PyVersion& version, const Layout& layout) {
   if (layout.read_as_minor == 0) return {};
-  return "Python " + version.text() + " is newer than gilspy knows (newest 3." + std::to_string(kNewestMinor) +
-         "); its _Py_DebugOffsets read and validate as 3." + std::to_string(layout.read_as_minor) + "'s";
+  return "Python " + version.text() + " is newer than gilspy knows (newest 3." +
+         std::to_string(kNewestMinor) + "); its _Py_DebugOffsets read and validate as 3." +
+         std::to_string(layout.read_as_minor) + "'s";
 }
 
 Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffsets& d) {
@@ -133,7 +139,8 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   l.gil_home = GilHome::kInterpPointer;
   l.gil_offset = static_cast<Off>(d.interp_ceval_gil);
   l.runtime.interpreters_head = static_cast<Off>(d.runtime_interpreters_head);
-  l.interp = {.next = static_cast<Off>(d.interp_next), .id = static_cast<Off>(d.interp_id),
+  l.interp = {.next = static_cast<Off>(d.interp_next),
+              .id = static_cast<Off>(d.interp_id),
               .threads_head = static_cast<Off>(d.interp_threads_head)};
   l.tstate.prev = static_cast<Off>(d.tstate_prev);
   l.tstate.next = static_cast<Off>(d.tstate_next);
@@ -149,9 +156,9 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   const uint64_t shift = d.free_threaded ? 8 : 0;  // free-threaded: `int enabled` first, the rest moves by 8
   if (d.gil_locked - d.interp_gil_runtime_state != l.gil.locked + shift ||
       d.gil_holder - d.interp_gil_runtime_state != l.gil.last_holder + shift) {
-    throw Error(ErrorKind::kLayoutMismatch, "Python " + version.text() +
-                                                " describes a GIL struct gilspy does not know (locked at +" +
-                                                std::to_string(d.gil_locked - d.interp_gil_runtime_state) + ")");
+    throw Error(ErrorKind::kLayoutMismatch,
+                "Python " + version.text() + " describes a GIL struct gilspy does not know (locked at +" +
+                    std::to_string(d.gil_locked - d.interp_gil_runtime_state) + ")");
   }
   if (d.free_threaded) {
     l.free_threaded = true;

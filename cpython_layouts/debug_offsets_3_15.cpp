@@ -2,10 +2,10 @@
 //
 // Source: the block of Debian unstable's python3.15 3.15.2 (read from its .PyRuntime section and checked in a
 // live process), laid against design.md §7's description of 3.15's struct (thread_state gains base_frame,
-// last_profiled_frame, ..., holds_gil, gil_requested; new err_stackitem and heap_type_object sections; gc gains
-// frame and generation_stats; interpreter_frame moves from 0xf8 to 0x138; 0x378 bytes in all, 3.14: 0x2f8).
-// The runtime and interpreter sections keep 3.14's shape. Every field is a uint64_t; every section starts
-// with the size of the structure it describes, except err_stackitem, llist_node and debugger_support.
+// last_profiled_frame, ..., holds_gil, gil_requested; new err_stackitem and heap_type_object sections; gc
+// gains frame and generation_stats; interpreter_frame moves from 0xf8 to 0x138; 0x378 bytes in all, 3.14:
+// 0x2f8). The runtime and interpreter sections keep 3.14's shape. Every field is a uint64_t; every section
+// starts with the size of the structure it describes, except err_stackitem, llist_node and debugger_support.
 //
 //   pos    field                                        3.15.2 value   gilspy uses
 //   -----  -------------------------------------------  -------------  -----------
@@ -52,7 +52,8 @@
 // false, and the GC layout (gc_layouts.cpp) follows gc.generation_stats to struct gc_stats, ring buffers
 // whose entry shape the block does not publish (a table there, checked live against gc.get_stats()).
 // The thread-state names between current_frame and thread_id are not used; the values of those gilspy uses
-// were checked live (thread_id / native_thread_id agree with design.md §7, holds_gil is 1 only in the holder).
+// were checked live (thread_id / native_thread_id agree with design.md §7, holds_gil is 1 only in the
+// holder).
 #include "cpython_layouts/debug_offsets_block.hpp"
 
 namespace gilspy::layouts {
@@ -82,7 +83,7 @@ const BlockPositions kBlock3_15 = {
     .gc_size = 0x2f0,
     .gc_collecting = 0x2f8,
     .gc_stats_inline = false,
-    .block_size = 0x318,  // to the end of the gc section
+    .block_size = 0x318,                // to the end of the gc section
     .gc_generation_stats_size = 0x308,  // 0x460 in 3.15.2
     .gc_generation_stats = 0x310,       // +0x68 in 3.15.2
 };

@@ -14,8 +14,9 @@ uint64_t word(std::span<const uint8_t> b, size_t at) {
 }  // 0 past the end
 
 [[noreturn]] void implausible(const BlockPositions& at, const std::string& what) {
-  throw Error(ErrorKind::kLayoutMismatch, std::string("the interpreter's _Py_DebugOffsets (read as CPython ") +
-                                              at.label + "'s) are implausible: " + what + "; refusing to guess");
+  throw Error(ErrorKind::kLayoutMismatch,
+              std::string("the interpreter's _Py_DebugOffsets (read as CPython ") + at.label +
+                  "'s) are implausible: " + what + "; refusing to guess");
 }
 
 // An offset published for a field of a structure must lie inside that structure's published size.
@@ -31,8 +32,8 @@ void expect_inside(const BlockPositions& at, const char* field, uint64_t offset,
 
 DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) {
   if (b.size() < at.block_size) {
-    throw Error(ErrorKind::kLayoutMismatch, std::string("_Py_DebugOffsets of CPython ") + at.label + " need " +
-                                                std::to_string(at.block_size) + " bytes, only " +
+    throw Error(ErrorKind::kLayoutMismatch, std::string("_Py_DebugOffsets of CPython ") + at.label +
+                                                " need " + std::to_string(at.block_size) + " bytes, only " +
                                                 std::to_string(b.size()) + " were read");
   }
   DebugOffsets d;
@@ -74,7 +75,8 @@ DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) 
                 runtime_size);
   expect_inside(at, "interpreter_state.id", d.interp_id, "PyInterpreterState", interp_size);
   expect_inside(at, "interpreter_state.next", d.interp_next, "PyInterpreterState", interp_size);
-  expect_inside(at, "interpreter_state.threads_head", d.interp_threads_head, "PyInterpreterState", interp_size);
+  expect_inside(at, "interpreter_state.threads_head", d.interp_threads_head, "PyInterpreterState",
+                interp_size);
   expect_inside(at, "interpreter_state.gc", d.interp_gc, "PyInterpreterState", interp_size);
   expect_inside(at, "interpreter_state.ceval_gil", d.interp_ceval_gil, "PyInterpreterState", interp_size);
   expect_inside(at, "interpreter_state.gil_runtime_state", d.interp_gil_runtime_state, "PyInterpreterState",

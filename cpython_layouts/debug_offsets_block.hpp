@@ -9,8 +9,8 @@
 
 namespace gilspy::layouts {
 
-// Byte positions, inside the block, of the fields gilspy reads. Every `*_size` is the size the block publishes
-// for the structure that the fields after it describe; every offset is checked against it.
+// Byte positions, inside the block, of the fields gilspy reads. Every `*_size` is the size the block
+// publishes for the structure that the fields after it describe; every offset is checked against it.
 struct BlockPositions {
   const char* label;  // "3.14": the version whose block this is, for messages
   size_t free_threaded;

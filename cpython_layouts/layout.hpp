@@ -1,7 +1,7 @@
 #pragma once
 // The only place in gilspy that knows where CPython keeps things. One `Layout` value describes one CPython
-// minor version (x86-64, glibc, default GIL build); `layout_for()` picks it and refuses what it does not know.
-// All offsets are in bytes. Where a field does not exist in a version, it is std::nullopt.
+// minor version (x86-64, glibc, default GIL build); `layout_for()` picks it and refuses what it does not
+// know. All offsets are in bytes. Where a field does not exist in a version, it is std::nullopt.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -16,27 +16,27 @@ using OptOff = std::optional<uint32_t>;
 
 // struct _gil_runtime_state (same in 3.7-3.14 default builds; free-threaded builds shift it by 8).
 struct GilLayout {
-  Off interval = 0;       // unsigned long, µs
-  Off last_holder = 8;    // PyThreadState*; not cleared on release
-  Off locked = 16;        // int: -1 not created, 0 free, 1 held
-  Off switch_number = 24; // unsigned long: +1 when a *different* thread takes it
-  Off cond = 32;          // pthread_cond_t, threads waiting for the GIL
+  Off interval = 0;        // unsigned long, µs
+  Off last_holder = 8;     // PyThreadState*; not cleared on release
+  Off locked = 16;         // int: -1 not created, 0 free, 1 held
+  Off switch_number = 24;  // unsigned long: +1 when a *different* thread takes it
+  Off cond = 32;           // pthread_cond_t, threads waiting for the GIL
   Off cond_size = 48;
-  Off cond_wrefs = 36;    // inside cond: glibc's __wrefs, set from the target's glibc (see glibc_layout_for)
+  Off cond_wrefs = 36;  // inside cond: glibc's __wrefs, set from the target's glibc (see glibc_layout_for)
   int cond_wrefs_shift = 3;
-  Off mutex = 80;         // pthread_mutex_t
+  Off mutex = 80;  // pthread_mutex_t
   Off mutex_size = 40;
   Off switch_cond = 120;  // the dropping thread waits here for the hand-off
   Off switch_cond_size = 48;
   Off switch_mutex = 168;
   Off switch_mutex_size = 40;
   Off size = 208;
-  OptOff enabled;         // free-threaded only: int, 0 = GIL disabled
+  OptOff enabled;  // free-threaded only: int, 0 = GIL disabled
 };
 
 enum class GilHome {
-  kRuntime,         // _PyRuntime + gil_offset (3.8-3.11: _PyRuntime.ceval.gil)
-  kInterpPointer,   // *(interp + gil_offset) (3.12+: interp->ceval.gil, may point to the main GIL)
+  kRuntime,        // _PyRuntime + gil_offset (3.8-3.11: _PyRuntime.ceval.gil)
+  kInterpPointer,  // *(interp + gil_offset) (3.12+: interp->ceval.gil, may point to the main GIL)
 };
 
 enum class GcHome { kRuntime, kInterp };
@@ -44,19 +44,19 @@ enum class GcStatsHome : uint8_t { kInline, kRing };
 
 // struct _gc_runtime_state
 struct GcLayout {
-  bool known = true;        // false where the version's GC state is not described (free-threaded 3.13)
+  bool known = true;             // false where the version's GC state is not described (free-threaded 3.13)
   const char* why_unknown = "";  // when !known: why, for one line to the user
   GcHome home = GcHome::kInterp;
-  Off offset = 0;           // from _PyRuntime or from the interpreter
-  Off enabled = 12;         // int
-  Off generations = 24;     // struct gc_generation[3]
+  Off offset = 0;        // from _PyRuntime or from the interpreter
+  Off enabled = 12;      // int
+  Off generations = 24;  // struct gc_generation[3]
   Off generation_stride = 24;
   Off generation_threshold = 16;
   Off generation_count = 20;
-  Off stats = 128;          // struct gc_generation_stats[3]
+  Off stats = 128;  // struct gc_generation_stats[3]
   Off stats_stride = 24;
   Off stats_collections = 0;  // Py_ssize_t
-  Off collecting = 200;     // int
+  Off collecting = 200;       // int
   int generations_count = 3;
   // Appended for the GC timeline (sampler/gc_tracker.hpp): the other two counters of each stats entry.
   Off stats_collected = 8;       // Py_ssize_t
@@ -99,10 +99,10 @@ struct ThreadLayout {
   Off prev = 0;
   Off next = 8;
   Off interp = 16;
-  Off thread_id = 0;          // unsigned long: pthread_t
-  OptOff native_thread_id;    // unsigned long: the OS TID (3.11+)
-  OptOff holds_gil;           // 3.13: bit in byte (see holds_gil_bit), 3.14: int
-  int holds_gil_bit = -1;     // bit index when holds_gil is a bit field, -1 when it is an int
+  Off thread_id = 0;        // unsigned long: pthread_t
+  OptOff native_thread_id;  // unsigned long: the OS TID (3.11+)
+  OptOff holds_gil;         // 3.13: bit in byte (see holds_gil_bit), 3.14: int
+  int holds_gil_bit = -1;   // bit index when holds_gil is a bit field, -1 when it is an int
 };
 
 struct Layout {
@@ -126,8 +126,8 @@ struct Layout {
 // glibc (x86-64) structures gilspy reads, as the *target's* glibc lays them out (never this machine's: a
 // container or a distribution interpreter may bring its own).
 struct GlibcLayout {
-  Off pthread_tid = 0x2d0;     // struct pthread.tid (2.36); only a first guess, verified against /proc
-  Off cond_wrefs = 36;         // pthread_cond_t.__wrefs: (value >> 3) = threads inside pthread_cond_wait
+  Off pthread_tid = 0x2d0;  // struct pthread.tid (2.36); only a first guess, verified against /proc
+  Off cond_wrefs = 36;      // pthread_cond_t.__wrefs: (value >> 3) = threads inside pthread_cond_wait
   int cond_wrefs_shift = 3;
 };
 inline constexpr GlibcLayout kGlibc{};  // 2.25-2.40 (checked on 2.36)

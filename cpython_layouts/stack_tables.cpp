@@ -20,7 +20,7 @@ StackLayout frame_object_era(int minor) {
   s.frame.code = 32;                       // f_code
   s.frame.instr = minor == 10 ? 96 : 104;  // int f_lasti
   s.frame.lasti_bytes_per_unit = minor == 10 ? 2 : 1;
-  s.frame.refcount = 0;                    // ob_refcnt
+  s.frame.refcount = 0;  // ob_refcnt
   s.frame.read_size = s.frame.instr + 4;
   s.code.firstlineno = 40;
   s.code.co_code = 48;

@@ -3,8 +3,8 @@
 // every installed build) and for Debian's stripped python3.11 checked in a live process (same as pyenv 3.11).
 #include <array>
 
-#include "cpython_layouts/layout.hpp"
 #include "base/error.hpp"
+#include "cpython_layouts/layout.hpp"
 
 namespace gilspy::layouts {
 namespace {
@@ -84,8 +84,8 @@ constexpr Layout make_3_13() {
   return l;
 }
 
-constexpr std::array<Layout, 6> kLayouts = {make_3_8(), make_3_9_or_3_10(9), make_3_9_or_3_10(10), make_3_11(),
-                                            make_3_12(), make_3_13()};
+constexpr std::array<Layout, 6> kLayouts = {make_3_8(),  make_3_9_or_3_10(9), make_3_9_or_3_10(10),
+                                            make_3_11(), make_3_12(),         make_3_13()};
 
 }  // namespace
 

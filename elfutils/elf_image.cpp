@@ -1,10 +1,10 @@
 #include "elfutils/elf_image.hpp"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,7 +58,8 @@ ElfImage ElfImage::open_in_process(pid_t pid, const std::string& path) {
   }
   const int err = errno;
   ::close(root);
-  if (fd < 0) fail(root_path + path, err == ELOOP ? "a symbolic link on the way (not followed)" : std::strerror(err));
+  if (fd < 0)
+    fail(root_path + path, err == ELOOP ? "a symbolic link on the way (not followed)" : std::strerror(err));
   return from_fd(fd, root_path + path);
 }
 

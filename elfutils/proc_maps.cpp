@@ -19,7 +19,8 @@ std::vector<Mapping> parse_maps(std::string_view text) {
     unsigned long long start = 0, end = 0, offset = 0;
     char perms[8] = {};
     int consumed = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &consumed) < 4) {
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &consumed) <
+        4) {
       continue;
     }
     m.start = start;

@@ -1,14 +1,14 @@
 #include "elfutils/python_binary.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <cctype>
 
-#include "elfutils/elf_image.hpp"
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
+#include "elfutils/elf_image.hpp"
 
 namespace gilspy::elf {
 
@@ -30,7 +30,8 @@ namespace {
 // Reads a run of digits at `pos` (at most 4, so no overflow); -1 when there is none.
 int digits_at(const std::string& s, size_t* pos) {
   int value = -1;
-  for (size_t n = 0; *pos < s.size() && n < 4 && std::isdigit(static_cast<unsigned char>(s[*pos])); ++n, ++*pos) {
+  for (size_t n = 0; *pos < s.size() && n < 4 && std::isdigit(static_cast<unsigned char>(s[*pos]));
+       ++n, ++*pos) {
     value = (value < 0 ? 0 : value * 10) + (s[*pos] - '0');
   }
   return value;
@@ -99,9 +100,9 @@ bool looks_like_py_version(const std::string& token) {
   return true;
 }
 
-// Before 3.11 there is no Py_Version: the PY_VERSION literal ("3.9.18", what Py_GetVersion() prints first) sits
-// NUL-terminated in .rodata. The linker merges a string into the tail of a longer one that ends the same way,
-// and a build whose prefix ends in the version (pyenv: /root/.pyenv/versions/3.9.18; the build directory
+// Before 3.11 there is no Py_Version: the PY_VERSION literal ("3.9.18", what Py_GetVersion() prints first)
+// sits NUL-terminated in .rodata. The linker merges a string into the tail of a longer one that ends the same
+// way, and a build whose prefix ends in the version (pyenv: /root/.pyenv/versions/3.9.18; the build directory
 // .../Python-3.9.18) keeps the literal only as such a tail. So look for "<major>.<minor>.<micro...>\0" that
 // starts a string or follows '/' or '-', and accept it only when every such tail says the same version: a
 // version is read from the binary or not at all, never guessed.
@@ -159,7 +160,9 @@ std::vector<Candidate> candidates_from_maps(const std::vector<Mapping>& maps) {
 
 }  // namespace
 
-PythonBinary locate_python(pid_t pid) { return locate_python(pid, read_maps(pid)); }
+PythonBinary locate_python(pid_t pid) {
+  return locate_python(pid, read_maps(pid));
+}
 
 PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
   std::vector<std::string> looked_at;
@@ -210,15 +213,16 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
     if (bin.version_source.empty()) {
       // No name hint (an embedding executable): try every 3.x the tool knows of.
       for (int minor = 7; minor <= 20 && bin.version_source.empty(); ++minor) {
-        if (const auto exact = version_from_rodata(*image, *parse_version_text("3." + std::to_string(minor)))) {
+        if (const auto exact =
+                version_from_rodata(*image, *parse_version_text("3." + std::to_string(minor)))) {
           bin.version = *exact;
           bin.version_source = "version string in .rodata";
         }
       }
     }
     if (bin.version_source.empty()) {
-      throw Error(ErrorKind::kNotPython, "found _PyRuntime in " + cand.path +
-                                             " but cannot tell which CPython version it is");
+      throw Error(ErrorKind::kNotPython,
+                  "found _PyRuntime in " + cand.path + " but cannot tell which CPython version it is");
     }
     bin.glibc = locate_glibc(pid, maps, cand.path);
     return bin;
@@ -253,8 +257,8 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
   }
   std::string what;
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;
-  throw Error(ErrorKind::kNotPython,
-              "process " + std::to_string(pid) + " is not a CPython 3 process (no _PyRuntime in " + what + ")");
+  throw Error(ErrorKind::kNotPython, "process " + std::to_string(pid) +
+                                         " is not a CPython 3 process (no _PyRuntime in " + what + ")");
 }
 
 }  // namespace gilspy::elf

@@ -16,22 +16,22 @@ namespace gilspy::elf {
 struct PyVersion {
   int major = 0;
   int minor = 0;
-  int micro = -1;    // -1: not known (before 3.11 only the file name may tell the version)
-  uint32_t hex = 0;  // PY_VERSION_HEX where known (Py_Version, 3.11+), else built from the numbers
+  int micro = -1;            // -1: not known (before 3.11 only the file name may tell the version)
+  uint32_t hex = 0;          // PY_VERSION_HEX where known (Py_Version, 3.11+), else built from the numbers
   std::string text() const;  // "3.11.7", or "3.9" when the micro version is not known
   bool at_least(int maj, int min) const { return major > maj || (major == maj && minor >= min); }
 };
 
 struct PythonBinary {
-  std::string path;       // as the target sees it (from /proc/PID/maps)
-  std::string open_path;  // the same file from our mount namespace
+  std::string path;             // as the target sees it (from /proc/PID/maps)
+  std::string open_path;        // the same file from our mount namespace
   bool shared_library = false;  // libpython, as opposed to the executable itself
   bool stripped = false;        // no .symtab (e.g. Debian's /usr/bin/python3.11)
   uint64_t load_bias = 0;       // added to a link-time address gives the runtime address
   uint64_t runtime_addr = 0;    // &_PyRuntime in the target
   uint64_t runtime_size = 0;
   PyVersion version;
-  std::string version_source;   // "Py_Version", "soname", "version string", ...
+  std::string version_source;         // "Py_Version", "soname", "version string", ...
   std::optional<GlibcVersion> glibc;  // the target's own glibc, where its banner tells
 };
 

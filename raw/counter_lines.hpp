@@ -27,9 +27,10 @@ bool is_counter_kind(const std::string& kind);
 // line read as CounterKind::kUnknown, so a newer writer's counters are skipped, not refused.
 Record counter_record_from_json(const nlohmann::json& a, const std::function<Error(const std::string&)>& bad);
 
-// The fast reader's path for "C" lines, the most numerous of these (up to three per thread and 100 ms window):
-// parsed by hand when `line` is exactly as counter_sample_line() writes it and within the same limits, giving
-// what counter_record_from_json() would; false for anything else, which is then read through nlohmann::json.
+// The fast reader's path for "C" lines, the most numerous of these (up to three per thread and 100 ms
+// window): parsed by hand when `line` is exactly as counter_sample_line() writes it and within the same
+// limits, giving what counter_record_from_json() would; false for anything else, which is then read through
+// nlohmann::json.
 bool fast_counter_sample(std::string_view line, CounterSample& out);
 
 }  // namespace gilspy::raw

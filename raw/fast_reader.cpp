@@ -28,8 +28,9 @@ class LineReader {
   // The next line; nullopt at the end of the input or for a line too long. `terminated`: it ended in '\n'.
   std::optional<std::string_view> next(bool* terminated) {
     for (;;) {
-      const char* nl =
-          end_ > pos_ ? static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_)) : nullptr;
+      const char* nl = end_ > pos_
+                           ? static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_))
+                           : nullptr;
       if (nl != nullptr) {
         const size_t at = static_cast<size_t>(nl - buf_.data());
         std::string_view line(buf_.data() + pos_, at - pos_);

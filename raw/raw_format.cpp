@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <streambuf>
 #include <string_view>
-#include <cstring>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -41,7 +41,8 @@ json to_json(const Meta& m) {
 
 Meta meta_from_json(const json& j) {
   auto need = [&](const char* key) -> const json& {
-    if (!j.is_object() || !j.contains(key)) throw Error(ErrorKind::kBadInput, std::string("meta has no \"") + key + "\"");
+    if (!j.is_object() || !j.contains(key))
+      throw Error(ErrorKind::kBadInput, std::string("meta has no \"") + key + "\"");
     return j.at(key);
   };
   // Only integers (a float converted to one would be undefined past its range), within int64.
@@ -78,7 +79,8 @@ Meta meta_from_json(const json& j) {
     if (m.ns_pid < 0 || m.ns_pid > INT32_MAX)
       throw Error(ErrorKind::kBadInput, "meta has an ns_pid out of range");
     constexpr int64_t kMaxClockNs = int64_t{1} << 62;  // year 2116
-    if (m.monotonic_ns < 0 || m.monotonic_ns > kMaxClockNs || m.realtime_ns < 0 || m.realtime_ns > kMaxClockNs) {
+    if (m.monotonic_ns < 0 || m.monotonic_ns > kMaxClockNs || m.realtime_ns < 0 ||
+        m.realtime_ns > kMaxClockNs) {
       throw Error(ErrorKind::kBadInput, "meta has a clock anchor out of range");
     }
     return m;
@@ -96,15 +98,22 @@ std::optional<std::string> record_line(const Record& r) {
             if (x.ns_tid != 0) a.push_back(x.ns_tid);
             return a.dump(-1, ' ', false, json::error_handler_t::replace);
           },
-          [](const Hold& x) -> std::optional<std::string> { return json::array({"H", x.tid, x.ts, x.dur}).dump(); },
-          [](const Wait& x) -> std::optional<std::string> { return json::array({"W", x.tid, x.ts, x.dur}).dump(); },
-          [](const Waiters& x) -> std::optional<std::string> { return json::array({"N", x.ts, x.n}).dump(); },
+          [](const Hold& x) -> std::optional<std::string> {
+            return json::array({"H", x.tid, x.ts, x.dur}).dump();
+          },
+          [](const Wait& x) -> std::optional<std::string> {
+            return json::array({"W", x.tid, x.ts, x.dur}).dump();
+          },
+          [](const Waiters& x) -> std::optional<std::string> {
+            return json::array({"N", x.ts, x.n}).dump();
+          },
           [](const ThreadEnd& x) -> std::optional<std::string> {
             return x.state_se_ns < 0 ? json::array({"E", x.tid, x.ts}).dump()
                                      : json::array({"E", x.tid, x.ts, x.state_se_ns}).dump();
           },
           [](const Stats& x) -> std::optional<std::string> {
-            return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total}).dump();
+            return json::array({"S", x.ts, x.polls, x.late, x.missed, x.handoffs_seen, x.handoffs_total})
+                .dump();
           },
           [](const ProcessStopped& x) -> std::optional<std::string> {
             return json::array({"P", x.ts, x.dur}).dump();
@@ -131,9 +140,10 @@ Writer::Writer(std::string final_path, const Meta& meta, WriterOptions options)
       partial_path_(final_path_ + ".partial"),
       options_(options),
       file_((OutputFile::check_replaceable(final_path_), OutputFile::named(partial_path_, options.mode))) {
-  pending_ = std::string("{\"format\":\"") + kFormatName + "\",\"format_version\":" +
-             std::to_string(kFormatVersion) + ",\n\"meta\":" +
-             to_json(meta).dump(-1, ' ', false, json::error_handler_t::replace) + ",\n\"events\":[";
+  pending_ = std::string("{\"format\":\"") + kFormatName +
+             "\",\"format_version\":" + std::to_string(kFormatVersion) +
+             ",\n\"meta\":" + to_json(meta).dump(-1, ' ', false, json::error_handler_t::replace) +
+             ",\n\"events\":[";
   head_bytes_ = pending_.size();
   if (auto e = flush()) {
     file_.discard();
@@ -216,7 +226,8 @@ namespace {
 constexpr std::string_view kEndMarker = R"(["F"]])";
 
 // Passes the input through to the JSON parser, counting bytes and looking for the end marker, so that a file
-// that stops parsing can be told apart: cut short (no end marker: a killed recording) or corrupt (it has one).
+// that stops parsing can be told apart: cut short (no end marker: a killed recording) or corrupt (it has
+// one).
 class ScanningBuffer final : public std::streambuf {
  public:
   explicit ScanningBuffer(std::streambuf* source) : source_(source) {}
@@ -255,7 +266,8 @@ class ScanningBuffer final : public std::streambuf {
   void scan(std::string_view chunk) {
     if (marker_seen_) return;
     // The marker may straddle two chunks: look at the end of the previous one together with this one.
-    const std::string joined = tail_ + std::string(chunk.substr(0, std::min(chunk.size(), kEndMarker.size())));
+    const std::string joined =
+        tail_ + std::string(chunk.substr(0, std::min(chunk.size(), kEndMarker.size())));
     if (joined.find(kEndMarker) != std::string::npos || chunk.find(kEndMarker) != std::string_view::npos) {
       marker_seen_ = true;
       return;
@@ -277,8 +289,10 @@ class ScanningBuffer final : public std::streambuf {
 std::string syntax_error_text(const std::string& what) {
   std::string s = what;
   if (const size_t last = s.find("; last read"); last != std::string::npos) s.resize(last);
-  if (const size_t id = s.find("] "); id != std::string::npos && s.rfind("[json.exception", 0) == 0) s.erase(0, id + 2);
-  if (const size_t colon = s.find(": "); colon != std::string::npos && s.rfind("parse error", 0) == 0) s.erase(0, colon + 2);
+  if (const size_t id = s.find("] "); id != std::string::npos && s.rfind("[json.exception", 0) == 0)
+    s.erase(0, id + 2);
+  if (const size_t colon = s.find(": "); colon != std::string::npos && s.rfind("parse error", 0) == 0)
+    s.erase(0, colon + 2);
   return s;
 }
 
@@ -344,13 +358,15 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   // "CD" and "CS").
   const std::string tag = a.is_array() && !a.empty() && a[0].is_string() ? a[0].get<std::string>() : "";
   if (is_counter_kind(tag)) return counter_record_from_json(a, bad);
-  if (tag.empty() || (tag.size() != 1 && !(tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K' || tag[0] == 'G')))) {
+  if (tag.empty() ||
+      (tag.size() != 1 && !(tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K' || tag[0] == 'G')))) {
     throw bad("is not [\"<kind>\", ...]");
   }
   // The garbage collector's kinds (format_version 3): "G", "GI", "GC", "GS" (raw/gc_lines.cpp).
   if (tag[0] == 'G') return gc_record_from_json(a, bad);
   auto num = [&](size_t i) -> int64_t {
-    if (i >= a.size() || !a[i].is_number_integer()) throw bad("has no integer at position " + std::to_string(i));
+    if (i >= a.size() || !a[i].is_number_integer())
+      throw bad("has no integer at position " + std::to_string(i));
     if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
       throw bad("has a number out of range at position " + std::to_string(i));
     }
@@ -359,7 +375,8 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
   auto count = [&](size_t i) { return static_cast<uint64_t>(num(i)); };
   auto moment = [&](size_t i) {
     const int64_t t = num(i);
-    if (t < -kMaxEventNs || t > kMaxEventNs) throw bad("has a time out of range at position " + std::to_string(i));
+    if (t < -kMaxEventNs || t > kMaxEventNs)
+      throw bad("has a time out of range at position " + std::to_string(i));
     return t;
   };
   auto duration = [&](size_t i) {
@@ -379,20 +396,30 @@ std::optional<Record> record_from_json(const json& a, size_t index, const std::s
       r.ns_tid = a.size() > 5 && a[5].is_number_integer() ? a[5].get<int64_t>() : 0;
       return r;
     }
-    case 'H': return Hold{.tid = num(1), .ts = moment(2), .dur = duration(3)};
-    case 'W': return Wait{.tid = num(1), .ts = moment(2), .dur = duration(3)};
-    case 'N': return Waiters{.ts = moment(1), .n = count(2)};
+    case 'H':
+      return Hold{.tid = num(1), .ts = moment(2), .dur = duration(3)};
+    case 'W':
+      return Wait{.tid = num(1), .ts = moment(2), .dur = duration(3)};
+    case 'N':
+      return Waiters{.ts = moment(1), .n = count(2)};
     case 'E':
       return ThreadEnd{.tid = num(1), .ts = moment(2), .state_se_ns = a.size() > 3 ? duration(3) : -1};
     case 'S':
-      return Stats{.ts = moment(1), .polls = count(2), .late = count(3), .missed = count(4), .handoffs_seen = count(5),
+      return Stats{.ts = moment(1),
+                   .polls = count(2),
+                   .late = count(3),
+                   .missed = count(4),
+                   .handoffs_seen = count(5),
                    .handoffs_total = count(6)};
-    case 'P': return ProcessStopped{.ts = num(1), .dur = duration(2)};
+    case 'P':
+      return ProcessStopped{.ts = num(1), .dur = duration(2)};
     case 'F':
       if (tag.size() == 1 && a.size() == 1) return std::nullopt;  // ["F"]: the end of the events
       return stack_record_from_json(a, tag, bad);
-    case 'K': return stack_record_from_json(a, tag, bad);
-    default: throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
+    case 'K':
+      return stack_record_from_json(a, tag, bad);
+    default:
+      throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
   }
 }
 
@@ -464,8 +491,8 @@ class RawSax final : public nlohmann::json_sax<json> {
   bool syntax_error_ = false;
   size_t error_position_ = 0;  // as the parser counts: one past the offending byte
   std::string error_text_;
-  std::string shape_problem_;   // not a raw file at all (before its meta)
-  std::optional<Error> damage_; // after the meta: what is wrong (an event, the nesting, the shape)
+  std::string shape_problem_;    // not a raw file at all (before its meta)
+  std::optional<Error> damage_;  // after the meta: what is wrong (an event, the nesting, the shape)
   bool meta_seen_ = false;
   bool format_ok_ = false;
   bool end_seen_ = false;
@@ -484,7 +511,8 @@ class RawSax final : public nlohmann::json_sax<json> {
     if (depth_ == 0) return shape("a JSON scalar, not an object");
     if (depth_ == 1 && builder_depth_ == 0) {
       if (key_ == "format") {
-        if (!v.is_string() || v.get<std::string>() != kFormatName) return shape("\"format\" is not \"gilspy-raw\"");
+        if (!v.is_string() || v.get<std::string>() != kFormatName)
+          return shape("\"format\" is not \"gilspy-raw\"");
         format_ok_ = true;
       } else if (key_ == "format_version") {
         if (!v.is_number_integer() || v.get<int64_t>() > kFormatVersion || v.get<int64_t>() < 0) {
@@ -531,7 +559,8 @@ class RawSax final : public nlohmann::json_sax<json> {
         if (const int64_t* dur = duration_of(*r)) {
           total_duration_ns_ += *dur;  // each is at most 2^60: no overflow before the check
           if (total_duration_ns_ > kMaxTotalDurationNs) {
-            return damaged(Error(ErrorKind::kCorrupt, name_ + ": event #" + std::to_string(result_.records + 1) +
+            return damaged(Error(ErrorKind::kCorrupt, name_ + ": event #" +
+                                                          std::to_string(result_.records + 1) +
                                                           ": the durations add up to more than 146 years"));
           }
         }
@@ -608,18 +637,20 @@ ReadResult read(std::istream& in, const std::string& name, const std::function<v
     // An event that is wrong (without salvage): where it is, and whether the file was finished.
     const uint64_t at = scanning.consumed();
     scanning.drain_counting_lines();
-    throw Error(ErrorKind::kCorrupt, std::string(e.what()) + ", at byte offset " + std::to_string(at) + " of " +
-                                         std::to_string(scanning.total()) +
-                                         (scanning.marker_seen() ? " (the file was finished: it is corrupt)" : ""));
+    throw Error(ErrorKind::kCorrupt,
+                std::string(e.what()) + ", at byte offset " + std::to_string(at) + " of " +
+                    std::to_string(scanning.total()) +
+                    (scanning.marker_seen() ? " (the file was finished: it is corrupt)" : ""));
   }
   if (!sax.shape_problem_.empty()) {
     throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file: " + sax.shape_problem_);
   }
   if (!sax.meta_seen_) {
     if (sax.syntax_error_) {
-      throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file (JSON error at byte offset " +
-                                            std::to_string(sax.error_position_ > 0 ? sax.error_position_ - 1 : 0) +
-                                            ": " + sax.error_text_ + ")");
+      throw Error(ErrorKind::kBadInput,
+                  name + " is not a gilspy raw file (JSON error at byte offset " +
+                      std::to_string(sax.error_position_ > 0 ? sax.error_position_ - 1 : 0) + ": " +
+                      sax.error_text_ + ")");
     }
     throw Error(ErrorKind::kBadInput, name + " is not a gilspy raw file: it has no \"meta\"");
   }
@@ -637,7 +668,8 @@ ReadResult read(std::istream& in, const std::string& name, const std::function<v
   result.bytes = size;
   if ((ok && !finished) || (cut_short && !finished)) {
     // A recording that did not finish: killed, or still being written.
-    result.problem = ok ? "it ends without the summary" : "it is cut short after " + std::to_string(size) + " bytes";
+    result.problem =
+        ok ? "it ends without the summary" : "it is cut short after " + std::to_string(size) + " bytes";
     result.problem += " (the recording did not finish); recovered " + std::to_string(result.records) +
                       " events up to the last complete one";
     return result;
@@ -651,14 +683,15 @@ ReadResult read(std::istream& in, const std::string& name, const std::function<v
   const std::string why = finished ? " (it has its end marker: damaged, not merely unfinished)" : "";
   if (!options.salvage) {
     throw Error(ErrorKind::kCorrupt, name + " is corrupt " + where + ": " + what + why + "; the " +
-                                         std::to_string(result.records) + " events before it can be salvaged");
+                                         std::to_string(result.records) +
+                                         " events before it can be salvaged");
   }
   result.corrupt = true;
   result.damage_offset = stop;
   result.unread_lines = lines_after;
   result.problem = "it is corrupt " + where + ": " + what + why + "; salvaged the " +
-                   std::to_string(result.records) + " events before it, about " + std::to_string(lines_after) +
-                   " lines after it were not read";
+                   std::to_string(result.records) + " events before it, about " +
+                   std::to_string(lines_after) + " lines after it were not read";
   return result;
 }
 

@@ -1,8 +1,7 @@
 #pragma once
-// The raw recording format (docs/raw-format.md explains it for users; the record kinds are raw/records.hpp). One
-// file per target process,
-// `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format, whose second line is the
-// metadata, then one event per line, then the summary:
+// The raw recording format (docs/raw-format.md explains it for users; the record kinds are raw/records.hpp).
+// One file per target process, `GIL_<pid>_rank_<rank>.json`: a JSON object whose first line names the format,
+// whose second line is the metadata, then one event per line, then the summary:
 //
 //   {"format":"gilspy-raw","format_version":3,
 //   "meta":{...},
@@ -20,7 +19,8 @@
 //   ["FS",id,ts,truncated,[frame ids]]              a stack, innermost frame first (format_version 3)
 //   ["K",tid,ts,since,"h"|"w",stack]                a stack sample of the hold / wait begun at since (3)
 //   ["KN",tid,ts,"name","os_name"]   the thread's Python name (threading.Thread.name) from ts on (3)
-//   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads,reused]   stack costs (3)
+//   ["KC",ts,walks,samples,torn,invalid,skipped,truncated,frames,bytes,read_ns,name_reads,reused]   stack
+//   costs (3)
 //   ["CD",ts,[names],{name:why},max] the counters of the "C" lines, and those that could not be counted (3)
 //   ["C",tid,ts,dur,role,time,cpu,delay,slices,holds,preempted,preempted_ns,[values]]  a thread's figures in
 //                                    one GIL role over a ~100 ms window (3)
@@ -29,18 +29,18 @@
 //   "summary":{...}}
 //
 // ts and dur are integers, nanoseconds; ts counts from meta.clock.monotonic_ns (CLOCK_MONOTONIC at the start,
-// taken together with meta.clock.realtime_ns, CLOCK_REALTIME, so a reader can place events on the Unix epoch).
-// Events of one thread come in time order; events of different threads may interleave out of order (an
-// interval is written when it ends). ThreadState records are not stored. The file is written under
+// taken together with meta.clock.realtime_ns, CLOCK_REALTIME, so a reader can place events on the Unix
+// epoch). Events of one thread come in time order; events of different threads may interleave out of order
+// (an interval is written when it ends). ThreadState records are not stored. The file is written under
 // `<name>.partial`, flushed by the recorder at each drain of the sampler's queue (every 50 ms), and renamed
 // when complete: a killed recording leaves a `.partial` that readers recover up to its last full line.
 //
 // Versions: 2 added "P" (1 files read the same); 3 added the "G" kinds (garbage collections), the stack
 // kinds "F" (with fields: ["F"] alone still ends the events), "FS", "K", "KN", "KC", and the counter kinds
-// "CD", "C", "CS" (raw/counter_lines.hpp) (2 files read the same); the reader accepts every version up to kFormatVersion,
-// says which one it read (ReadResult::format_version), and refuses newer files by name. A line longer than its
-// kind needs is read (fields are only appended), so new counters at the end of "S" need no new version; a new
-// stored kind does (older readers reject unknown kinds).
+// "CD", "C", "CS" (raw/counter_lines.hpp) (2 files read the same); the reader accepts every version up to
+// kFormatVersion, says which one it read (ReadResult::format_version), and refuses newer files by name. A
+// line longer than its kind needs is read (fields are only appended), so new counters at the end of "S" need
+// no new version; a new stored kind does (older readers reject unknown kinds).
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -141,9 +141,9 @@ class Writer {
 
 // What reading a file found.
 struct ReadResult {
-  int format_version = 0;      // as the file says (1 to 3 so far); 0 when it does not say
-  bool complete = false;       // the whole document parsed, summary included
-  bool corrupt = false;        // (salvage only) damaged, not merely cut short: see problem
+  int format_version = 0;  // as the file says (1 to 3 so far); 0 when it does not say
+  bool complete = false;   // the whole document parsed, summary included
+  bool corrupt = false;    // (salvage only) damaged, not merely cut short: see problem
   size_t records = 0;
   std::optional<nlohmann::json> summary;
   std::string problem;         // when !complete: why the rest could not be read, and where
@@ -161,8 +161,9 @@ struct ReadOptions {
 // A file cut short (a killed recording: it stops parsing at its very end and has no end marker) yields
 // everything up to its last complete event and complete == false. A file damaged after its meta (a byte that
 // does not parse before its end, an event that is wrong, values nested too deep, or a cut in a file that was
-// finished) is corrupt: Error(kCorrupt) naming the byte offset (from 0), or with `salvage` what came before it.
-// Throws Error(kBadInput) when the file is not a gilspy raw file at all (empty, garbage, wrong shape, no meta).
+// finished) is corrupt: Error(kCorrupt) naming the byte offset (from 0), or with `salvage` what came before
+// it. Throws Error(kBadInput) when the file is not a gilspy raw file at all (empty, garbage, wrong shape, no
+// meta).
 ReadResult read(std::istream& in, const std::string& name, const std::function<void(const Meta&)>& on_meta,
                 const std::function<void(const Record&)>& on_record, const ReadOptions& options = {});
 

@@ -119,7 +119,8 @@ struct ThreadState {
   int64_t ts = 0;
   GilRole role = GilRole::kReleased;
   int64_t since = 0;
-  double state_var_ns2 = 0;  // the variance of its time in each state so far (ThreadEnd's state_se_ns, squared)
+  double state_var_ns2 =
+      0;  // the variance of its time in each state so far (ThreadEnd's state_se_ns, squared)
   bool operator==(const ThreadState&) const = default;
 };
 

@@ -60,7 +60,7 @@ struct LoopFigures {  // filled by the recorder; absent (zeros) for a recovered 
   std::string stop_reason;
   bool threads_truncated = false;
   uint64_t counter_reads = 0,
-           switch_reads = 0;  // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
+           switch_reads = 0;    // schedstat (+ perf) and /proc status reads (thread_counters.hpp)
   double gilspy_cpu_share = 0;  // gilspy's CPU while it recorded (all targets), in cores
   double cpu_budget = 0;        // --cpu-budget in cores (0: none, or a fixed rate)
   ExactFigures exact;

@@ -8,7 +8,7 @@
 namespace gilspy::sampler {
 
 struct AttachOptions {
-  double timeout_s = 0;         // 0: one try
+  double timeout_s = 0;  // 0: one try
   double retry_interval_s = 0.001;
   bool wait_for_python = false;  // also retry while the process is not (yet) Python: launch mode
 };

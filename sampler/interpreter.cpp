@@ -3,15 +3,16 @@
 #include <array>
 #include <vector>
 
-#include "cpython_layouts/debug_offsets.hpp"
 #include "base/error.hpp"
+#include "cpython_layouts/debug_offsets.hpp"
 
 namespace gilspy::sampler {
 
 uint64_t locate_gil(MemoryReader& reader, const layouts::Layout& layout, uint64_t runtime_addr,
                     uint64_t interp_addr) {
   if (layout.gil_home == layouts::GilHome::kRuntime) return runtime_addr + layout.gil_offset;
-  const auto gil = reader.read_value<uint64_t>(interp_addr + layout.gil_offset, "the interpreter's ceval.gil");
+  const auto gil =
+      reader.read_value<uint64_t>(interp_addr + layout.gil_offset, "the interpreter's ceval.gil");
   if (gil == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no GIL yet");
   return gil;
 }
@@ -35,9 +36,11 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   }
   try {
     in.stack_layout = layouts::resolve_stack_layout(binary.version, head);
-    if (!in.stack_layout.known) in.stack_problem = "gilspy knows no frame layout for Python " + binary.version.text();
+    if (!in.stack_layout.known)
+      in.stack_problem = "gilspy knows no frame layout for Python " + binary.version.text();
     if (in.layout.free_threaded) {
-      // Objects carry more header there (ob_tid, a shared refcount), dicts a lock: layouts gilspy does not have.
+      // Objects carry more header there (ob_tid, a shared refcount), dicts a lock: layouts gilspy does not
+      // have.
       in.stack_layout = {};
       in.stack_problem = "a free-threaded build's object layouts are not known to gilspy";
     }
@@ -86,7 +89,8 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   // recorded as it is, not a test of the layout (the session says when it is unusual).
 
   // The first thread state must point back at this interpreter.
-  const auto tstate = reader.read_value<uint64_t>(in.interp_addr + l.interp.threads_head, "the thread list head");
+  const auto tstate =
+      reader.read_value<uint64_t>(in.interp_addr + l.interp.threads_head, "the thread list head");
   if (tstate == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no thread state yet");
   const auto back = reader.read_value<uint64_t>(tstate + l.tstate.interp, "a thread state's interp pointer");
   if (back != in.interp_addr) {
@@ -94,7 +98,8 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
                                                 " does not point back at its interpreter; refusing to guess");
   }
   if (l.gc.known) {
-    in.gc_addr = (l.gc.home == layouts::GcHome::kRuntime ? binary.runtime_addr : in.interp_addr) + l.gc.offset;
+    in.gc_addr =
+        (l.gc.home == layouts::GcHome::kRuntime ? binary.runtime_addr : in.interp_addr) + l.gc.offset;
   }
   return in;
 }

@@ -21,8 +21,8 @@ struct Interpreter {
   uint64_t interp_addr = 0;  // the main interpreter (the list's head)
   int64_t interp_id = 0;
   uint64_t gil_addr = 0;
-  uint64_t gc_addr = 0;      // 0 when the layout does not describe the GC state
-  GilSample first_gil;       // the reading that validated it
+  uint64_t gc_addr = 0;  // 0 when the layout does not describe the GC state
+  GilSample first_gil;   // the reading that validated it
   // Frames, code objects, strings and dicts (Python stacks, thread names); known == false when this version's
   // are not known or its _Py_DebugOffsets do not hold together for them (stack_problem says why): the GIL is
   // recorded all the same.
@@ -35,7 +35,9 @@ struct Interpreter {
 // interpreter without a GIL, and whatever the reader throws.
 Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::PythonBinary& binary);
 
-// Where the GIL of `interp_addr` lives (follows the 3.12+ pointer). Throws Error(kNotReady) for a null pointer.
-uint64_t locate_gil(MemoryReader& reader, const layouts::Layout& layout, uint64_t runtime_addr, uint64_t interp_addr);
+// Where the GIL of `interp_addr` lives (follows the 3.12+ pointer). Throws Error(kNotReady) for a null
+// pointer.
+uint64_t locate_gil(MemoryReader& reader, const layouts::Layout& layout, uint64_t runtime_addr,
+                    uint64_t interp_addr);
 
 }  // namespace gilspy::sampler

@@ -45,8 +45,8 @@ size_t RemoteMemoryReader::read(std::span<const ReadRegion> regions) {
         throw Error(ErrorKind::kNoSuchProcess, "process " + std::to_string(pid_) + " has exited");
       }
       if (err == EPERM || err == EACCES) {
-        throw Error(ErrorKind::kPermission,
-                    "no permission to read process " + std::to_string(pid_) + "'s memory: " + ptrace_permission_hint(pid_));
+        throw Error(ErrorKind::kPermission, "no permission to read process " + std::to_string(pid_) +
+                                                "'s memory: " + ptrace_permission_hint(pid_));
       }
       return done;  // EFAULT: the first region is not mapped
     }

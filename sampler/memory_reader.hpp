@@ -1,6 +1,7 @@
 #pragma once
-// Reading another process's memory. `RemoteMemoryReader` uses process_vm_readv with many regions per call (one
-// syscall reads everything a poll needs); `FakeMemoryReader` (tests/support/fake_memory_reader.hpp) serves unit tests.
+// Reading another process's memory. `RemoteMemoryReader` uses process_vm_readv with many regions per call
+// (one syscall reads everything a poll needs); `FakeMemoryReader` (tests/support/fake_memory_reader.hpp)
+// serves unit tests.
 #include <sys/types.h>
 
 #include <cstddef>

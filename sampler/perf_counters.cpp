@@ -328,7 +328,8 @@ struct PerfOpener::Impl {
     while (!waiting.empty() && try_open(waiting.front())) waiting.pop_front();
     // Held back (rate, descriptors): what waits is only the threads still alive, or churn would grow it.
     if (!waiting.empty()) {
-      std::erase_if(waiting, [](const Command& c) { return c.slots->current_generation(c.slot) != c.generation; });
+      std::erase_if(waiting,
+                    [](const Command& c) { return c.slots->current_generation(c.slot) != c.generation; });
     }
   }
 

@@ -41,8 +41,8 @@ struct PollLoopOptions {
   double stats_period_s = 1.0;  // stats tick (a live view sets its refresh interval)
   size_t max_targets = 256;     // the loop's target table is reserved up front: the loop never allocates
   bool stop_when_targets_gone =
-      true;               // false: keep polling (and taking new targets) when every target is gone
-  bool read_gc = true;    // each poll also reads the GC state (SamplerOptions::read_gc); hidden --no-gc: not
+      true;             // false: keep polling (and taking new targets) when every target is gone
+  bool read_gc = true;  // each poll also reads the GC state (SamplerOptions::read_gc); hidden --no-gc: not
   // --exact: holds and waits from uprobes (exact/exact_tracer.hpp), set up by the session; with exact_shadow
   // (gilspy check) the polls' holds and waits are written and the probes' only added up beside them.
   bool exact = false;

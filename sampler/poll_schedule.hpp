@@ -28,7 +28,7 @@ struct PollActivity {
   int64_t last_change_ns = -1;  // last poll that saw the holder, the lock, switch_number, a hold or a doubt
   int64_t last_handoff_ns =
       -1;  // last poll that saw the holder or switch_number change (where it runs may too)
-  int64_t switch_due_ns = -1;  // when a forced switch is next due (waiters present, GIL held); -1: none
+  int64_t switch_due_ns = -1;    // when a forced switch is next due (waiters present, GIL held); -1: none
   int64_t expected_due_ns = -1;  // switch_due_ns as it stood before the last poll: was its change expected?
   bool collecting = false;       // a garbage collection runs: poll densely so that its end is timed
 };

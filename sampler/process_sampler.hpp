@@ -82,7 +82,7 @@ struct SamplerCounters {
 struct SamplerOptions {
   int64_t walk_period_ns = 20'000'000;  // re-walk the thread list this often (a period per
                                         // kThreadsPerWalkPeriod threads)
-  bool read_gc = true;  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
+  bool read_gc = true;                  // read the GC state at each poll (gc_tracker.hpp); --no-gc: not
   // ...at most this often (GcTracker::wants_read): every poll up to ~5 kHz (whose steps vary by a fifth),
   // every second one of the adaptive schedule's 10 kHz bursts (bench/README.md, "Reading the GC state")
   int64_t gc_read_period_ns = 150'000;
@@ -182,10 +182,10 @@ class ProcessSampler {
     uint64_t identity = 0;  // expected value of the identity word
     GilRole role = GilRole::kReleased;
     int64_t since_ns = 0;
-    int64_t found_ns = 0;        // when a walk first found it
+    int64_t found_ns = 0;          // when a walk first found it
     int64_t asked_ns = INT64_MIN;  // when the kernel was last asked where it is
     bool changed = false;          // its role changed at this poll
-    double var_ns2 = 0;          // the variance of its time in each state so far (note_uncertainty())
+    double var_ns2 = 0;            // the variance of its time in each state so far (note_uncertainty())
   };
 
   bool poll_once(int64_t t_now, int64_t t_from);     // poll() but for a target that exits under it
@@ -221,12 +221,12 @@ class ProcessSampler {
   ThreadWalker walker_;
   SamplerCounters counters_;
 
-  std::vector<Track> tracks_;                          // kMaxThreads slots
-  std::vector<uint16_t> active_;                       // indices of the active slots, in discovery order
-  std::vector<ThreadRef> walk_buffer_;                 // kMaxThreads
+  std::vector<Track> tracks_;                              // kMaxThreads slots
+  std::vector<uint16_t> active_;                           // indices of the active slots, in discovery order
+  std::vector<ThreadRef> walk_buffer_;                     // kMaxThreads
   std::vector<std::pair<uint64_t, uint16_t>> walk_order_;  // (tstate, index in walk_buffer_), sorted
   std::vector<uint8_t> walk_matched_;                      // walk_buffer_[j] is a known thread's
-  std::vector<std::pair<uint16_t, TaskState>> asked_;  // kMaxThreads: one poll's kernel answers
+  std::vector<std::pair<uint16_t, TaskState>> asked_;      // kMaxThreads: one poll's kernel answers
   uint32_t kept_waiters_ = 0, asleep_ = 0, running_waiters_ = 0;  // classify()'s tallies, this poll
   std::array<ReadRegion, 4> regions_;  // the GIL, the last holder's identity word, the GC state (1-2)
   static constexpr int64_t kUnreadableLimitNs = 1'000'000'000;

@@ -31,7 +31,7 @@ class TaskStatFile {
   // Opens the file now. An open file stays the thread's it was opened on: once that thread has ended, it
   // reads nothing, even when its id has gone to a new thread or process since.
   bool open() { return file_.opened(); }
-  int cpu();  // -1 when unreadable (the thread exited)
+  int cpu();                         // -1 when unreadable (the thread exited)
   std::optional<StatTimes> times();  // nullopt when unreadable
   // 0 when unreadable; `*ended` (when given) true when the file was open and its thread has ended since.
   char state(bool* ended = nullptr);

@@ -105,7 +105,7 @@ class ThreadCounters {
     std::array<Segment, 4> segments{};
     uint8_t segment_count = 0;
     bool changed = false;
-    bool contending = false;  // holding or waiting: read every in_role_gap_ns
+    bool contending = false;    // holding or waiting: read every in_role_gap_ns
     bool read_in_role = false;  // read since its last change without one in between (a waiter's rate known)
     int64_t next_switches_ns = 0;
     std::array<RoleRate, 3> rates{};

@@ -17,8 +17,8 @@ void ProcessSampler::classify(int holder, const GilSample& g, uint64_t delta, in
   const size_t asked = pick_asked(holder, g, free_takes);
   ask_kernel(0, asked, g, t_now);
   // A thread that was released at the last poll needs asking only when the cond holds more threads than the
-  // waiters kept and those asked explain: it cannot have left a wait it was not in (if it took the GIL and let
-  // it go in between, it is released again), so the count shows every new one (but for a join hidden by a
+  // waiters kept and those asked explain: it cannot have left a wait it was not in (if it took the GIL and
+  // let it go in between, it is released again), so the count shows every new one (but for a join hidden by a
   // waiter's timed wait expiring in the same gap, and one still on its way into the wait: a poll later).
   size_t all = asked;
   if (g.waiters > kept_waiters_ + asleep_ + running_waiters_) {
@@ -47,7 +47,8 @@ size_t ProcessSampler::pick_asked(int holder, const GilSample& g, uint64_t free_
   int audit = -1;
   for (const uint16_t i : active_) {
     const Track& t = tracks_[i];
-    if (static_cast<int>(i) == holder || t.role != GilRole::kWaiting || t.ref.tstate == g.last_holder) continue;
+    if (static_cast<int>(i) == holder || t.role != GilRole::kWaiting || t.ref.tstate == g.last_holder)
+      continue;
     ++waiting;
     if (audit < 0 || t.asked_ns < tracks_[audit].asked_ns) audit = i;
   }

@@ -9,6 +9,8 @@ phase() { echo "== $1 (at ${SECONDS} s)"; }
 BUILD_TARGETS="gilspy gilspy_trace_check convert_without_sampler" scripts/setup.sh
 # Debian unstable's python3.14/3.15 with their own glibc (cached); without network they are reported missing.
 scripts/fetch_debian_pythons.sh || echo "test: Debian unstable's interpreters could not be fetched (see above)" >&2
+phase "formatting: every C++ file as .clang-format has it (clang-format --dry-run -Werror)"
+git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
 phase "the ASan/UBSan build"
 scripts/setup.sh --asan
 phase "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"

@@ -19,16 +19,33 @@ std::vector<Key> decode_keys(std::string_view bytes) {
       continue;
     }
     switch (c) {
-      case 'h': keys.push_back(Key::kSortHold); break;
-      case 'w': keys.push_back(Key::kSortWait); break;
-      case 'i': keys.push_back(Key::kSortTid); break;
-      case 't': keys.push_back(Key::kToggleTotals); break;
-      case 'p': keys.push_back(Key::kTogglePause); break;
-      case 'r': keys.push_back(Key::kReset); break;
-      case 'c': keys.push_back(Key::kToggleCpu); break;
+      case 'h':
+        keys.push_back(Key::kSortHold);
+        break;
+      case 'w':
+        keys.push_back(Key::kSortWait);
+        break;
+      case 'i':
+        keys.push_back(Key::kSortTid);
+        break;
+      case 't':
+        keys.push_back(Key::kToggleTotals);
+        break;
+      case 'p':
+        keys.push_back(Key::kTogglePause);
+        break;
+      case 'r':
+        keys.push_back(Key::kReset);
+        break;
+      case 'c':
+        keys.push_back(Key::kToggleCpu);
+        break;
       case 'q':
-      case 'Q': keys.push_back(Key::kQuit); break;
-      default: break;
+      case 'Q':
+        keys.push_back(Key::kQuit);
+        break;
+      default:
+        break;
     }
   }
   return keys;
@@ -36,14 +53,27 @@ std::vector<Key> decode_keys(std::string_view bytes) {
 
 bool apply_view_key(Key key, RenderOptions& o) {
   switch (key) {
-    case Key::kSortHold: o.sort = SortKey::kHold; return true;
-    case Key::kSortWait: o.sort = SortKey::kWait; return true;
-    case Key::kSortTid: o.sort = SortKey::kTid; return true;
-    case Key::kToggleTotals: o.totals = !o.totals; return true;
-    case Key::kTogglePause: o.paused = !o.paused; return true;
-    case Key::kToggleCpu: o.cpu = !o.cpu; return true;
+    case Key::kSortHold:
+      o.sort = SortKey::kHold;
+      return true;
+    case Key::kSortWait:
+      o.sort = SortKey::kWait;
+      return true;
+    case Key::kSortTid:
+      o.sort = SortKey::kTid;
+      return true;
+    case Key::kToggleTotals:
+      o.totals = !o.totals;
+      return true;
+    case Key::kTogglePause:
+      o.paused = !o.paused;
+      return true;
+    case Key::kToggleCpu:
+      o.cpu = !o.cpu;
+      return true;
     case Key::kReset:
-    case Key::kQuit: return false;
+    case Key::kQuit:
+      return false;
   }
   return false;
 }

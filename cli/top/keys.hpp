@@ -1,7 +1,7 @@
 #pragma once
-// Keys of `gilspy top`. Bytes read from the terminal become commands; escape sequences (arrows, function keys,
-// Alt+key) are skipped whole, so that F1 (ESC O P) does not act as 'p'. Ctrl+C is not here: ISIG stays on and
-// it arrives as SIGINT.
+// Keys of `gilspy top`. Bytes read from the terminal become commands; escape sequences (arrows, function
+// keys, Alt+key) are skipped whole, so that F1 (ESC O P) does not act as 'p'. Ctrl+C is not here: ISIG stays
+// on and it arrives as SIGINT.
 #include <string_view>
 #include <vector>
 

@@ -14,7 +14,9 @@ constexpr uint64_t kBehindMinDeadlines = 20;
 // Stats come about once a second; three seconds without any means the sampler or its queue is stuck.
 constexpr int64_t kStatsStaleNs = 3'000'000'000;
 
-uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }  // a restarted counter reads as zero
+uint64_t minus(uint64_t a, uint64_t b) {
+  return a > b ? a - b : 0;
+}  // a restarted counter reads as zero
 }  // namespace
 
 void WaiterGauge::integrate(int64_t to_ns, const Bounds& b) {
@@ -74,7 +76,8 @@ void PollTracker::tick(int64_t ts_ns, const PollCounters& c) {
   if (!total_base_) total_base_ = latest_;
 }
 
-void PollTracker::fill(const std::optional<Tick>& base, const std::optional<Tick>& latest, ProcessFigures& f) {
+void PollTracker::fill(const std::optional<Tick>& base, const std::optional<Tick>& latest,
+                       ProcessFigures& f) {
   if (!base || !latest || latest->ts_ns <= base->ts_ns) return;
   const double seconds = static_cast<double>(latest->ts_ns - base->ts_ns) / 1e9;
   const PollCounters& a = latest->c;
@@ -111,6 +114,8 @@ void PollTracker::close_window(int64_t now_ns, bool ended, ProcessFigures& inter
   window_base_ = latest_;
 }
 
-void PollTracker::reset_totals() { window_base_ = total_base_ = latest_; }
+void PollTracker::reset_totals() {
+  window_base_ = total_base_ = latest_;
+}
 
 }  // namespace gilspy::top

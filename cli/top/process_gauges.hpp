@@ -10,8 +10,8 @@
 
 namespace gilspy::top {
 
-// Waiters is a step function: each count holds from its timestamp to the next. The mean is weighted by time, so
-// one poll that saw 7 waiters does not weigh as much as a second with 1.
+// Waiters is a step function: each count holds from its timestamp to the next. The mean is weighted by time,
+// so one poll that saw 7 waiters does not weigh as much as a second with 1.
 class WaiterGauge {
  public:
   void set(int64_t ts_ns, int n, const Bounds& b);
@@ -38,7 +38,8 @@ class WaiterGauge {
 
 // The sampler reports cumulative counters (polls, late, missed, hand-offs seen and happened) about once a
 // second. A period's figures are the difference between the latest tick and the latest tick before the period
-// began, divided by the time between those two ticks (not by the window: ticks and snapshots are not aligned).
+// began, divided by the time between those two ticks (not by the window: ticks and snapshots are not
+// aligned).
 class PollTracker {
  public:
   void start(int64_t start_ns);  // counters are zero at start_ns

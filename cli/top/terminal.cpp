@@ -22,21 +22,24 @@ TerminalGuard::TerminalGuard(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out
     throw Error(ErrorKind::kIo, "gilspy top: standard input and output must be a terminal for the live view");
   }
   if (tcgetattr(in_fd, &saved_) != 0) {
-    throw Error(ErrorKind::kIo, std::string("gilspy top: cannot read the terminal's settings: ") +
-                                    std::strerror(errno));
+    throw Error(ErrorKind::kIo,
+                std::string("gilspy top: cannot read the terminal's settings: ") + std::strerror(errno));
   }
   struct termios raw = saved_;
   raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
   raw.c_cc[VMIN] = 1;  // a read returns as soon as one key is there
   raw.c_cc[VTIME] = 0;
   if (tcsetattr(in_fd, TCSANOW, &raw) != 0) {
-    throw Error(ErrorKind::kIo, std::string("gilspy top: cannot set up the terminal: ") + std::strerror(errno));
+    throw Error(ErrorKind::kIo,
+                std::string("gilspy top: cannot set up the terminal: ") + std::strerror(errno));
   }
   active_ = true;
   write_all(out_fd_, kEnter);
 }
 
-TerminalGuard::~TerminalGuard() { restore(); }
+TerminalGuard::~TerminalGuard() {
+  restore();
+}
 
 void TerminalGuard::restore() noexcept {
   if (!active_.exchange(false)) return;
@@ -80,6 +83,8 @@ bool colour_wanted(bool output_is_terminal, const char* no_color, const char* te
   return !(term != nullptr && std::strcmp(term, "dumb") == 0);
 }
 
-bool colour_wanted_for(int fd) { return colour_wanted(isatty(fd) == 1, std::getenv("NO_COLOR"), std::getenv("TERM")); }
+bool colour_wanted_for(int fd) {
+  return colour_wanted(isatty(fd) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
+}
 
 }  // namespace gilspy::top

@@ -28,14 +28,14 @@ class TerminalGuard {
 
  private:
   int in_fd_, out_fd_;
-  struct termios saved_{};
+  struct termios saved_ {};
   std::atomic<bool> active_{false};
 };
 
-// What one redraw writes: cursor home, each line followed by clear-to-end-of-line, then clear-to-end-of-screen.
-// Nothing is erased before it is overwritten, so the screen never flashes blank. Lines must already fit the
-// width (render_screen's promise): a wrapped line would scroll the frame. No newline after the last line, so a
-// frame as tall as the terminal does not scroll either.
+// What one redraw writes: cursor home, each line followed by clear-to-end-of-line, then
+// clear-to-end-of-screen. Nothing is erased before it is overwritten, so the screen never flashes blank.
+// Lines must already fit the width (render_screen's promise): a wrapped line would scroll the frame. No
+// newline after the last line, so a frame as tall as the terminal does not scroll either.
 std::string compose_frame(const std::vector<std::string>& lines);
 
 // Writes all of `data`, through partial writes and EINTR. False on any other error.

@@ -59,7 +59,8 @@ Credited ThreadAccount::completed(Role role, int64_t start_ns, int64_t dur_ns, c
   // This credit is used up, and any older one belongs to an interval that can no longer complete after this.
   if (it != credits_.end()) credits_.erase(it);
   std::erase_if(credits_, [&](const Credit& c) { return c.since_ns < start_ns; });
-  if (open_ && open_->since_ns < end_ns) open_.reset();  // that interval is over; one since end_ns is the next
+  if (open_ && open_->since_ns < end_ns)
+    open_.reset();  // that interval is over; one since end_ns is the next
   last_completed_end_ns_ = std::max(last_completed_end_ns_, end_ns);
 
   // Counts and lengths belong to the period the interval ends in (a late arrival only reaches the totals).
@@ -152,7 +153,8 @@ ThreadFigures ThreadAccount::figures(const Tally& t, int64_t period_start_ns, in
   f.lifetime_ns = std::max<int64_t>(0, life_end - life_start);
   if (f.lifetime_ns > 0) {
     const auto life = static_cast<double>(f.lifetime_ns);
-    // Timestamps after `now` (a caller's clock mix-up) could push a share past 1; the screen must not show 104 %.
+    // Timestamps after `now` (a caller's clock mix-up) could push a share past 1; the screen must not show
+    // 104 %.
     f.hold_share = std::min(1.0, static_cast<double>(t.hold_ns) / life);
     f.wait_share = std::min(1.0 - f.hold_share, static_cast<double>(t.wait_ns) / life);
     f.released_share = 1.0 - f.hold_share - f.wait_share;

@@ -3,9 +3,9 @@
 // arrive when they end, so they may begin in a window that is already closed) and the open interval reported
 // with each stats tick (so a hold that lasts minutes shows in every window it spans, not only at its end).
 //
-// The rule that keeps every nanosecond counted once: the open interval is credited window by window up to each
-// snapshot, and the credited stretch is remembered; when the completed interval arrives, only what was not
-// credited counts. Windows take the part of it inside the current window (earlier windows are closed and
+// The rule that keeps every nanosecond counted once: the open interval is credited window by window up to
+// each snapshot, and the credited stretch is remembered; when the completed interval arrives, only what was
+// not credited counts. Windows take the part of it inside the current window (earlier windows are closed and
 // shown); totals take everything inside the totals period, so they equal the sum of the completed intervals.
 #include <cstdint>
 #include <optional>
@@ -39,9 +39,9 @@ class ThreadAccount {
   // `state_var_ns2`: the sampler's variance of its time in each state so far (-1: not known).
   void open(Role role, int64_t since_ns, int64_t at_ns, double state_var_ns2 = -1);
 
-  // Credits the open interval up to `now_ns` (it is still open as far as anyone knows; the error is at most the
-  // time a completed interval takes to reach the model), fills the figures of the window and the totals, and
-  // starts the next window.
+  // Credits the open interval up to `now_ns` (it is still open as far as anyone knows; the error is at most
+  // the time a completed interval takes to reach the model), fills the figures of the window and the totals,
+  // and starts the next window.
   Credited close_window(int64_t now_ns, const Bounds& b, ThreadFigures& interval, ThreadFigures& total);
 
   void reset_totals();  // the caller moves Bounds; what lies before them is clipped away from then on
@@ -67,7 +67,8 @@ class ThreadAccount {
   Credited add_piece(Role role, int64_t a, int64_t e, const Bounds& b);
   ThreadFigures figures(const Tally& t, int64_t period_start_ns, int64_t now_ns) const;
   double ci95(double var_start, int64_t lifetime_ns) const;
-  void note_variance(double state_var_ns2);  // the sampler's running variance of its life, so far  // of a period whose variance began at var_start
+  void note_variance(double state_var_ns2);  // the sampler's running variance of its life, so far  // of a
+                                             // period whose variance began at var_start
 
   int64_t first_ns_ = -1, ended_ns_ = -1;
   int64_t last_completed_end_ns_ = -1;

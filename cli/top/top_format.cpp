@@ -10,7 +10,9 @@
 
 namespace gilspy::top {
 
-std::string format_percent(double share) { return fmt::format("{:.1f}", 100.0 * share); }
+std::string format_percent(double share) {
+  return fmt::format("{:.1f}", 100.0 * share);
+}
 
 std::string format_duration(int64_t ns) {
   if (ns <= 0) return "-";
@@ -29,16 +31,18 @@ std::vector<HeaderFigure> header_figures(const ProcessRow& p, bool totals) {
   auto or_dash = [](const auto& opt, auto format) { return opt ? format(*opt) : std::string("-"); };
   std::vector<HeaderFigure> out;
   out.push_back({"GIL busy", format_percent(f.gil_busy_share) + " %"});
-  out.push_back({"waiters", f.mean_waiters ? fmt::format("{:.1f} avg, {} max", *f.mean_waiters, *f.max_waiters)
-                                           : std::string("-")});
+  out.push_back({"waiters", f.mean_waiters
+                                ? fmt::format("{:.1f} avg, {} max", *f.mean_waiters, *f.max_waiters)
+                                : std::string("-")});
   out.push_back({"hand-offs", or_dash(f.handoffs_per_s, [](double v) { return format_rate(v) + "/s"; })});
   out.push_back({"coverage", or_dash(f.coverage, [](double v) { return format_percent(v) + " %"; })});
   out.push_back({"polls", or_dash(f.poll_rate_hz, [](double v) { return fmt::format("{:.0f}/s", v); })});
   out.push_back({"late", std::to_string(f.late_polls)});
   out.push_back({"missed", std::to_string(f.missed_polls)});
   for (const Figure& x : p.extra) {
-    out.push_back({escape_for_terminal(x.label),
-                   fmt::format("{:.6g}", x.value) + (x.unit.empty() ? "" : " " + escape_for_terminal(x.unit))});
+    out.push_back(
+        {escape_for_terminal(x.label),
+         fmt::format("{:.6g}", x.value) + (x.unit.empty() ? "" : " " + escape_for_terminal(x.unit))});
   }
   return out;
 }
@@ -62,12 +66,18 @@ namespace {
 
 const char* sgr(Style s) {
   switch (s) {
-    case Style::kPlain: return "";
-    case Style::kBold: return "1";
-    case Style::kHeading: return "7";  // reverse video, like top's column header
-    case Style::kHold: return "32";
-    case Style::kWait: return "31";
-    case Style::kWarn: return "1;33";
+    case Style::kPlain:
+      return "";
+    case Style::kBold:
+      return "1";
+    case Style::kHeading:
+      return "7";  // reverse video, like top's column header
+    case Style::kHold:
+      return "32";
+    case Style::kWait:
+      return "31";
+    case Style::kWarn:
+      return "1;33";
   }
   return "";
 }
@@ -123,9 +133,13 @@ constexpr std::array<ColumnSpec, 12> kColumns{{
 }};
 constexpr int kAlwaysKept = 80;  // TID, HOLD%, WAIT%
 
-const ColumnSpec& spec(Col c) { return kColumns[static_cast<std::size_t>(c)]; }
+const ColumnSpec& spec(Col c) {
+  return kColumns[static_cast<std::size_t>(c)];
+}
 
-std::size_t column_width(const TableLayout& l, Col c) { return c == Col::kName ? l.name_width : spec(c).width; }
+std::size_t column_width(const TableLayout& l, Col c) {
+  return c == Col::kName ? l.name_width : spec(c).width;
+}
 
 }  // namespace
 
@@ -174,9 +188,11 @@ std::vector<Segment> bar(const ThreadFigures& f) {
     return static_cast<std::size_t>(std::lround(std::clamp(share, 0.0, 1.0) * kBarWidth));
   };
   const std::size_t hold = cells(f.hold_share);
-  const std::size_t wait = std::min(kBarWidth, cells(f.hold_share + f.wait_share)) - std::min(hold, kBarWidth);
+  const std::size_t wait =
+      std::min(kBarWidth, cells(f.hold_share + f.wait_share)) - std::min(hold, kBarWidth);
   const std::size_t rest = kBarWidth - std::min(kBarWidth, hold + wait);
-  return {{std::string(hold, '#'), Style::kHold}, {std::string(wait, '~'), Style::kWait},
+  return {{std::string(hold, '#'), Style::kHold},
+          {std::string(wait, '~'), Style::kWait},
           {std::string(rest, ' '), Style::kPlain}};
 }
 }  // namespace
@@ -194,18 +210,41 @@ Line table_row(const TableLayout& layout, const ThreadRow& t, bool totals) {
     }
     std::string value;
     switch (c) {
-      case Col::kTid: value = std::to_string(t.tid); break;
-      case Col::kName: value = escape_for_terminal(t.name) + (t.ended ? " (ended)" : ""); break;
-      case Col::kHold: value = format_percent(f.hold_share); break;
-      case Col::kWait: value = format_percent(f.wait_share); break;
-      case Col::kCi95: value = f.share_ci95 < 0 ? "?" : format_percent(f.share_ci95); break;
-      case Col::kReleased: value = format_percent(f.released_share); break;
-      case Col::kHoldsPerS: value = format_rate(f.holds_per_s); break;
-      case Col::kMeanHold: value = format_duration(f.mean_hold_ns); break;
-      case Col::kMaxHold: value = format_duration(f.longest_hold_ns); break;
-      case Col::kMaxWait: value = format_duration(f.longest_wait_ns); break;
-      case Col::kBar: break;
-      case Col::kFunction: value = t.function.empty() ? "-" : escape_for_terminal(t.function); break;
+      case Col::kTid:
+        value = std::to_string(t.tid);
+        break;
+      case Col::kName:
+        value = escape_for_terminal(t.name) + (t.ended ? " (ended)" : "");
+        break;
+      case Col::kHold:
+        value = format_percent(f.hold_share);
+        break;
+      case Col::kWait:
+        value = format_percent(f.wait_share);
+        break;
+      case Col::kCi95:
+        value = f.share_ci95 < 0 ? "?" : format_percent(f.share_ci95);
+        break;
+      case Col::kReleased:
+        value = format_percent(f.released_share);
+        break;
+      case Col::kHoldsPerS:
+        value = format_rate(f.holds_per_s);
+        break;
+      case Col::kMeanHold:
+        value = format_duration(f.mean_hold_ns);
+        break;
+      case Col::kMaxHold:
+        value = format_duration(f.longest_hold_ns);
+        break;
+      case Col::kMaxWait:
+        value = format_duration(f.longest_wait_ns);
+        break;
+      case Col::kBar:
+        break;
+      case Col::kFunction:
+        value = t.function.empty() ? "-" : escape_for_terminal(t.function);
+        break;
     }
     const bool left = c == Col::kName || c == Col::kFunction;
     line.segments.push_back({pad_to_width(value, column_width(layout, c), left), Style::kPlain});

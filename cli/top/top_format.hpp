@@ -13,11 +13,12 @@ namespace gilspy::top {
 
 enum class SortKey { kHold, kWait, kTid };
 
-// ---- values ------------------------------------------------------------------------------------------------
+// ---- values
+// ------------------------------------------------------------------------------------------------
 
-std::string format_percent(double share);      // "42.1"
-std::string format_duration(int64_t ns);        // "850us", "12.4ms", "3.21s", "-" for 0
-std::string format_rate(double per_s);          // "2.5", "523"
+std::string format_percent(double share);  // "42.1"
+std::string format_duration(int64_t ns);   // "850us", "12.4ms", "3.21s", "-" for 0
+std::string format_rate(double per_s);     // "2.5", "523"
 
 inline double seconds(int64_t ns) {
   return static_cast<double>(ns) / 1e9;
@@ -32,7 +33,8 @@ std::vector<HeaderFigure> header_figures(const ProcessRow& p, bool totals);
 // Live threads first, each group by the key (shares descending, ids ascending); ties by tid.
 std::vector<const ThreadRow*> sorted_threads(const ProcessRow& p, SortKey key, bool totals);
 
-// ---- styled text -------------------------------------------------------------------------------------------
+// ---- styled text
+// -------------------------------------------------------------------------------------------
 
 enum class Style { kPlain, kBold, kHeading, kHold, kWait, kWarn };
 
@@ -50,7 +52,8 @@ struct Line {
 // columns). Without colour the result holds no escape code at all.
 std::string emit(const Line& line, std::size_t width, bool colour);
 
-// ---- the thread table --------------------------------------------------------------------------------------
+// ---- the thread table
+// --------------------------------------------------------------------------------------
 
 enum class Col {
   kTid,

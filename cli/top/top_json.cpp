@@ -80,17 +80,19 @@ std::string render_json(const TopSnapshot& s) {
   for (const ProcessRow& p : s.processes) {
     nlohmann::json threads = nlohmann::json::array();
     for (const ThreadRow& t : p.threads) {
-      threads.push_back({{"tid", t.tid},
-                         {"name", t.name},
-                         {"function", t.function.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.function)},
-                         {"ended", t.ended},
-                         {"interval", thread_figures(t.interval)},
-                         {"total", thread_figures(t.total)},
-                         {"cpu_interval", cpu_figures(t.cpu_interval)},
-                         {"cpu_total", cpu_figures(t.cpu_total)}});
+      threads.push_back(
+          {{"tid", t.tid},
+           {"name", t.name},
+           {"function", t.function.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.function)},
+           {"ended", t.ended},
+           {"interval", thread_figures(t.interval)},
+           {"total", thread_figures(t.total)},
+           {"cpu_interval", cpu_figures(t.cpu_interval)},
+           {"cpu_total", cpu_figures(t.cpu_total)}});
     }
     nlohmann::json extra = nlohmann::json::array();
-    for (const Figure& f : p.extra) extra.push_back({{"label", f.label}, {"value", f.value}, {"unit", f.unit}});
+    for (const Figure& f : p.extra)
+      extra.push_back({{"label", f.label}, {"value", f.value}, {"unit", f.unit}});
     processes.push_back({{"id", p.id},
                          {"pid", p.pid},
                          {"command", p.command},

@@ -135,7 +135,8 @@ void TopModel::process_ended(uint32_t id, int64_t ts_ns) {
   }
 }
 
-void TopModel::cpu(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns, const CpuPiece& piece) {
+void TopModel::cpu(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns,
+                   const CpuPiece& piece) {
   Process& p = process(id);
   const auto it = p.threads.find(tid);
   if (it == p.threads.end()) return;  // a thread the model no longer (or never) showed

@@ -5,9 +5,10 @@
 //
 // Contract with the feeder:
 //  - hold()/wait() are completed intervals, given when they end; they may begin in an earlier window.
-//  - open_state() gives each thread's still-open interval, with every stats tick. A hold or wait reported open
-//    is credited to each window up to the snapshot (it is open as far as anyone knows) and never again when it
-//    completes. Without open states a long hold shows only when it ends, in the window it ends in.
+//  - open_state() gives each thread's still-open interval, with every stats tick. A hold or wait reported
+//  open
+//    is credited to each window up to the snapshot (it is open as far as anyone knows) and never again when
+//    it completes. Without open states a long hold shows only when it ends, in the window it ends in.
 //  - Timestamps are on one clock, the one snapshot()'s `now_ns` comes from.
 //  - Events of an id never added get a placeholder process until add_process() names it.
 #include <cstdint>
@@ -46,7 +47,8 @@ class TopModel {
   void hold(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
   void wait(uint32_t id, int64_t tid, int64_t start_ns, int64_t dur_ns);
   // `state_var_ns2`: the sampler's variance of the thread's time in each state so far (raw::ThreadState).
-  void open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns, double state_var_ns2 = -1);
+  void open_state(uint32_t id, int64_t tid, Role role, int64_t since_ns, int64_t at_ns,
+                  double state_var_ns2 = -1);
   void waiters(uint32_t id, int64_t ts_ns, int n);
   void stats(uint32_t id, int64_t ts_ns, const PollCounters& counters, std::vector<Figure> extra = {});
   void process_ended(uint32_t id, int64_t ts_ns);
@@ -89,10 +91,11 @@ class TopModel {
   Bounds bounds() const { return {window_start_ns_, totals_start_ns_}; }
   void completed(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns);
   ProcessRow close_process(Process& p, int64_t now_ns);
-  ProcessFigures process_figures(const Process& p, int64_t period_start_ns, int64_t now_ns, int64_t busy_ns) const;
+  ProcessFigures process_figures(const Process& p, int64_t period_start_ns, int64_t now_ns,
+                                 int64_t busy_ns) const;
 
   int64_t window_start_ns_, totals_start_ns_;
-  std::vector<Process> processes_;  // a handful: found by a linear search, shown in this order
+  std::vector<Process> processes_;     // a handful: found by a linear search, shown in this order
   std::vector<uint32_t> dropped_ids_;  // ended and no longer shown (ids are never reused in a session)
   Process discarded_;                  // where the records of a dropped process go
 };

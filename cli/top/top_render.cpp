@@ -14,15 +14,18 @@ namespace {
 
 Line title_line(const TopSnapshot& s, SortKey sort, bool totals, bool paused) {
   const char* key = sort == SortKey::kHold ? "HOLD%" : sort == SortKey::kWait ? "WAIT%" : "TID";
-  const std::string period = totals ? fmt::format("totals over {:.1f} s", seconds(s.now_ns - s.totals_start_ns))
-                                    : fmt::format("last {:.1f} s", seconds(s.now_ns - s.interval_start_ns));
-  Line l{{{"gilspy top", Style::kBold}, {fmt::format("  {}  sorted by {}", period, key), Style::kPlain}}, false};
+  const std::string period = totals
+                                 ? fmt::format("totals over {:.1f} s", seconds(s.now_ns - s.totals_start_ns))
+                                 : fmt::format("last {:.1f} s", seconds(s.now_ns - s.interval_start_ns));
+  Line l{{{"gilspy top", Style::kBold}, {fmt::format("  {}  sorted by {}", period, key), Style::kPlain}},
+         false};
   if (paused) l.segments.push_back({"  PAUSED", Style::kWarn});
   return l;
 }
 
 Line process_line(const ProcessRow& p) {
-  std::string text = fmt::format("pid {}  rank {}  Python {}", p.pid, p.rank, escape_for_terminal(p.python_version));
+  std::string text =
+      fmt::format("pid {}  rank {}  Python {}", p.pid, p.rank, escape_for_terminal(p.python_version));
   Line l{{{text, Style::kBold}}, false};
   if (p.exact) l.segments.push_back({"  exact (probes on take_gil / drop_gil)", Style::kPlain});
   if (p.ended) l.segments.push_back({"  [ended]", Style::kWarn});
@@ -65,15 +68,16 @@ struct Group {
   }
 };
 
-Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, bool totals, std::size_t width,
-                  const CpuLayout* cpu = nullptr) {
+Group build_group(const ProcessRow& p, const TableLayout& layout, SortKey sort, bool totals,
+                  std::size_t width, const CpuLayout* cpu = nullptr) {
   Group g;
   g.head.push_back(process_line(p));
   for (Line& l : figure_lines(p, totals, width)) g.head.push_back(std::move(l));
   if (const auto& gc = (totals ? p.total : p.interval).gc)
     g.head.push_back(Line{{{"  " + gc_row_text(*gc), Style::kPlain}}, false});
   g.figure_lines = g.head.size() - 1;
-  if (!p.warning.empty()) g.head.push_back(Line{{{"  ! " + escape_for_terminal(p.warning), Style::kWarn}}, false});
+  if (!p.warning.empty())
+    g.head.push_back(Line{{{"  ! " + escape_for_terminal(p.warning), Style::kWarn}}, false});
   g.head.push_back(cpu != nullptr ? cpu_heading(*cpu) : table_heading(layout));
   for (const ThreadRow* t : sorted_threads(p, sort, totals)) {
     g.rows.push_back(cpu != nullptr ? cpu_row(*cpu, *t, totals) : table_row(layout, *t, totals));
@@ -104,9 +108,9 @@ std::vector<std::size_t> share_rows(const std::vector<Group>& groups, std::size_
 
 std::string help_text(std::size_t width) {
   // The longest form that fits: a cut help line would hide `q quit`, the key a lost user looks for.
-  for (const char* text :
-       {"h sort HOLD%  w sort WAIT%  i sort TID  c CPU/GIL columns  t totals/interval  p pause  r reset  q quit",
-        "h/w/i sort  c CPU  t totals  p pause  r reset  q quit", "h w i c t p r q"}) {
+  for (const char* text : {"h sort HOLD%  w sort WAIT%  i sort TID  c CPU/GIL columns  t totals/interval  p "
+                           "pause  r reset  q quit",
+                           "h/w/i sort  c CPU  t totals  p pause  r reset  q quit", "h w i c t p r q"}) {
     if (display_width(text) <= width) return text;
   }
   return "q";
@@ -148,9 +152,10 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
     const std::size_t shown = alloc[i] < total && alloc[i] > 0 ? alloc[i] - 1 : alloc[i];
     for (std::size_t r = 0; r < shown; ++r) body.push_back(groups[i].rows[r]);
     if (shown < total && alloc[i] > 0) {
-      body.push_back(Line{{{fmt::format("  ... {} more threads (a taller terminal shows them)", total - shown),
-                            Style::kPlain}},
-                          false});
+      body.push_back(
+          Line{{{fmt::format("  ... {} more threads (a taller terminal shows them)", total - shown),
+                 Style::kPlain}},
+               false});
     }
   }
   if (body.size() > height - 1) {

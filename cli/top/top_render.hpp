@@ -1,6 +1,7 @@
 #pragma once
-// `gilspy top`'s screens as pure functions of a snapshot: the interactive screen (lines that fit the terminal),
-// batch text (no escape codes) and one JSON object per snapshot. Nothing here writes to a terminal.
+// `gilspy top`'s screens as pure functions of a snapshot: the interactive screen (lines that fit the
+// terminal), batch text (no escape codes) and one JSON object per snapshot. Nothing here writes to a
+// terminal.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -29,7 +30,8 @@ std::string help_text(std::size_t width = 1000);
 
 // Plain text for a pipe or a log: every process and thread, all columns, no escape code; ends with a newline.
 // With `cpu`, each process's CPU table (cpu_columns.hpp) follows its GIL table.
-std::string render_batch(const TopSnapshot& s, SortKey sort = SortKey::kHold, bool totals = false, bool cpu = false);
+std::string render_batch(const TopSnapshot& s, SortKey sort = SortKey::kHold, bool totals = false,
+                         bool cpu = false);
 
 // One JSON object on one line, no newline: per process the header figures of both periods, per thread its
 // shares as fractions, holds, and lengths in seconds. Target text is JSON-escaped (invalid UTF-8 replaced).

@@ -10,7 +10,8 @@
 
 namespace gilspy::top {
 
-// ---- input -------------------------------------------------------------------------------------------------
+// ---- input
+// -------------------------------------------------------------------------------------------------
 
 enum class Role : uint8_t { kHolding, kWaiting, kReleased };
 
@@ -42,7 +43,7 @@ struct Figure {
 // What the CPU did for one thread over a stretch in one role (the sampler's per-role counters): fed with
 // TopModel::cpu(), summed per period into CpuFigures.
 struct CpuPiece {
-  int64_t time_ns = 0;  // covered by scheduler figures
+  int64_t time_ns = 0;       // covered by scheduler figures
   int64_t cpu_ns = 0;        // on a CPU
   int64_t run_delay_ns = 0;  // runnable, waiting for a CPU
   uint64_t slices = 0;       // times switched onto a CPU
@@ -52,7 +53,8 @@ struct CpuPiece {
   uint64_t cache_misses = 0, branch_misses = 0;
 };
 
-// ---- snapshot ----------------------------------------------------------------------------------------------
+// ---- snapshot
+// ----------------------------------------------------------------------------------------------
 
 // One thread's CPU over one period, per role (indexed by Role: holding, waiting, released).
 struct CpuFigures {
@@ -66,8 +68,8 @@ struct CpuFigures {
 struct ThreadFigures {
   int64_t lifetime_ns = 0;  // the thread's life inside the period: the denominator of the shares
   double hold_share = 0, wait_share = 0, released_share = 0;
-  uint64_t holds = 0;  // holds that completed in the period
-  double holds_per_s = 0;  // per second of the thread's lifetime in the period
+  uint64_t holds = 0;        // holds that completed in the period
+  double holds_per_s = 0;    // per second of the thread's lifetime in the period
   int64_t mean_hold_ns = 0;  // over the holds that completed in the period (0 when none)
   int64_t longest_hold_ns = 0, longest_wait_ns = 0;  // completed ones, and the one still open
   double share_ci95 = -1;  // the 95 % interval's half-width of hold_share and wait_share; -1: not known
@@ -121,8 +123,8 @@ struct ProcessRow {
 
 struct TopSnapshot {
   int64_t now_ns = 0;
-  int64_t interval_start_ns = 0;  // the last interval is [interval_start_ns, now_ns]
-  int64_t totals_start_ns = 0;    // totals cover [totals_start_ns, now_ns]: start, or the last reset
+  int64_t interval_start_ns = 0;      // the last interval is [interval_start_ns, now_ns]
+  int64_t totals_start_ns = 0;        // totals cover [totals_start_ns, now_ns]: start, or the last reset
   std::vector<ProcessRow> processes;  // in order of add_process
 };
 

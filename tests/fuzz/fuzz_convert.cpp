@@ -47,7 +47,9 @@ namespace {
 
 using Rng = std::mt19937_64;
 
-size_t pick(Rng& rng, size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng); }
+size_t pick(Rng& rng, size_t n) {
+  return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -76,14 +78,17 @@ std::string generated_recording(const fs::path& dir) {
   const fs::path path = dir / "GIL_777_rank_1.json";
   {
     gilspy::raw::Writer w(path.string(), m);
-    for (int t = 0; t < 4; ++t) w.write(gilspy::raw::ThreadStart{777 + t, t * 10, 0x1000u + t, t == 2 ? "w\xc3\xa9rk" : "t"});
+    for (int t = 0; t < 4; ++t)
+      w.write(gilspy::raw::ThreadStart{777 + t, t * 10, 0x1000u + t, t == 2 ? "w\xc3\xa9rk" : "t"});
     int64_t ts = 100;
     for (int i = 0; i < 120; ++i) {
       const int64_t tid = 777 + i % 4;
       w.write(gilspy::raw::Hold{tid, ts, 50 + i});
       w.write(gilspy::raw::Wait{777 + (i + 1) % 4, ts, 40});
       if (i % 7 == 0) w.write(gilspy::raw::Waiters{ts + 1, static_cast<uint64_t>(i % 3)});
-      if (i % 30 == 0) w.write(gilspy::raw::Stats{.ts = ts, .polls = 10u * i, .late = 1, .missed = 0, .handoffs_seen = 5, .handoffs_total = 6});
+      if (i % 30 == 0)
+        w.write(gilspy::raw::Stats{
+            .ts = ts, .polls = 10u * i, .late = 1, .missed = 0, .handoffs_seen = 5, .handoffs_total = 6});
       ts += 200;
     }
     for (int t = 0; t < 4; ++t) w.write(gilspy::raw::ThreadEnd{777 + t, ts});
@@ -94,11 +99,22 @@ std::string generated_recording(const fs::path& dir) {
   return text;
 }
 
-const std::vector<std::string> kNumbers = {"99999999999999999999999999", "-9223372036854775809", "1e400", "1e308",
-                                           "-0", "18446744073709551615", "9223372036854775807", "-1",
-                                           "4611686018427387904", "1152921504606846977", "0.5", "-1e-400"};
-const std::vector<std::string> kBadUtf8 = {"\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "\x80"};
-const std::vector<std::string> kControl = {"\x1b[2J", "\x07", "\x1b]0;x\x07", "\r", std::string(1, '\0'), "\x9b"};
+const std::vector<std::string> kNumbers = {"99999999999999999999999999",
+                                           "-9223372036854775809",
+                                           "1e400",
+                                           "1e308",
+                                           "-0",
+                                           "18446744073709551615",
+                                           "9223372036854775807",
+                                           "-1",
+                                           "4611686018427387904",
+                                           "1152921504606846977",
+                                           "0.5",
+                                           "-1e-400"};
+const std::vector<std::string> kBadUtf8 = {"\xff",     "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                           "\xc0\xaf", "\x80"};
+const std::vector<std::string> kControl = {"\x1b[2J", "\x07", "\x1b]0;x\x07", "\r", std::string(1, '\0'),
+                                           "\x9b"};
 const std::string kStructural = "\"[]{},:\\\n0-e.";
 
 // One mutation of `s`, in place.
@@ -110,7 +126,8 @@ void mutate_once(Rng& rng, std::string& s) {
   const size_t at = pick(rng, s.size());
   switch (pick(rng, 11)) {
     case 0:  // bit flips
-      for (size_t n = 1 + pick(rng, 3); n > 0; --n) s[pick(rng, s.size())] ^= static_cast<char>(1u << pick(rng, 8));
+      for (size_t n = 1 + pick(rng, 3); n > 0; --n)
+        s[pick(rng, s.size())] ^= static_cast<char>(1u << pick(rng, 8));
       break;
     case 1:  // truncation
       s.resize(at);
@@ -121,7 +138,8 @@ void mutate_once(Rng& rng, std::string& s) {
         const size_t summary = s.find("\"summary\":");
         if (summary != std::string::npos) where = summary + 10;
       }
-      // Mostly shallow (cheap, so that many run), sometimes far past any stack (the crash this guards against).
+      // Mostly shallow (cheap, so that many run), sometimes far past any stack (the crash this guards
+      // against).
       const size_t roll = pick(rng, 10);
       const size_t depth = 1 + pick(rng, roll < 5 ? 200 : roll < 9 ? 5000 : 60000);
       std::string deep;
@@ -143,10 +161,12 @@ void mutate_once(Rng& rng, std::string& s) {
       break;
     }
     case 4:  // invalid UTF-8, preferably inside a string
-      s.insert(s.find('"', at) == std::string::npos ? at : s.find('"', at) + 1, kBadUtf8[pick(rng, kBadUtf8.size())]);
+      s.insert(s.find('"', at) == std::string::npos ? at : s.find('"', at) + 1,
+               kBadUtf8[pick(rng, kBadUtf8.size())]);
       break;
     case 5:  // control bytes inside a string (a terminal must never receive them raw)
-      s.insert(s.find('"', at) == std::string::npos ? at : s.find('"', at) + 1, kControl[pick(rng, kControl.size())]);
+      s.insert(s.find('"', at) == std::string::npos ? at : s.find('"', at) + 1,
+               kControl[pick(rng, kControl.size())]);
       break;
     case 6:  // one structural character replaced
       s[at] = kStructural[pick(rng, kStructural.size())];

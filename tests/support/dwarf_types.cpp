@@ -189,10 +189,12 @@ struct DwarfTypes::Impl {
   std::optional<uint64_t> udata(const Die& die, Dwarf_Half attr_num) const {
     Dwarf_Attribute raw = nullptr;
     Dwarf_Error err = nullptr;
-    if (check(dwarf_attr(die.get(), attr_num, &raw, &err), err, "dwarf_attr") != DW_DLV_OK) return std::nullopt;
+    if (check(dwarf_attr(die.get(), attr_num, &raw, &err), err, "dwarf_attr") != DW_DLV_OK)
+      return std::nullopt;
     Attr attr(raw);
     Dwarf_Unsigned value = 0;
-    if (check(dwarf_formudata(attr.get(), &value, &err), err, "dwarf_formudata") != DW_DLV_OK) return std::nullopt;
+    if (check(dwarf_formudata(attr.get(), &value, &err), err, "dwarf_formudata") != DW_DLV_OK)
+      return std::nullopt;
     return value;
   }
 
@@ -200,7 +202,8 @@ struct DwarfTypes::Impl {
   std::optional<Dwarf_Off> type_of(const Die& die) const {
     Dwarf_Attribute raw = nullptr;
     Dwarf_Error err = nullptr;
-    if (check(dwarf_attr(die.get(), DW_AT_type, &raw, &err), err, "dwarf_attr") != DW_DLV_OK) return std::nullopt;
+    if (check(dwarf_attr(die.get(), DW_AT_type, &raw, &err), err, "dwarf_attr") != DW_DLV_OK)
+      return std::nullopt;
     Attr attr(raw);
     Dwarf_Off off = 0;
     if (check(dwarf_global_formref(attr.get(), &off, &err), err, "dwarf_global_formref") != DW_DLV_OK) {
@@ -213,7 +216,8 @@ struct DwarfTypes::Impl {
   std::optional<uint64_t> member_location(const Die& die) const {
     Dwarf_Attribute raw = nullptr;
     Dwarf_Error err = nullptr;
-    if (check(dwarf_attr(die.get(), DW_AT_data_member_location, &raw, &err), err, "dwarf_attr") != DW_DLV_OK) {
+    if (check(dwarf_attr(die.get(), DW_AT_data_member_location, &raw, &err), err, "dwarf_attr") !=
+        DW_DLV_OK) {
       return std::nullopt;
     }
     Attr attr(raw);
@@ -249,7 +253,8 @@ struct DwarfTypes::Impl {
       uint64_t storage = udata(member, DW_AT_byte_size).value_or(0);
       if (storage == 0) {
         if (const auto type = type_of(member)) {
-          if (const auto resolved = resolve(*type)) storage = udata(offdie(*resolved), DW_AT_byte_size).value_or(0);
+          if (const auto resolved = resolve(*type))
+            storage = udata(offdie(*resolved), DW_AT_byte_size).value_or(0);
         }
       }
       const uint64_t bits = storage * 8;
@@ -322,9 +327,9 @@ struct DwarfTypes::Impl {
       Dwarf_Off abbrev_offset = 0;
       Dwarf_Sig8 signature{};
       Dwarf_Error err = nullptr;
-      const int rc = dwarf_next_cu_header_d(dbg, true, &header_length, &version, &abbrev_offset, &address_size,
-                                            &length_size, &extension_size, &signature, &type_offset, &next_header,
-                                            &unit_type, &err);
+      const int rc = dwarf_next_cu_header_d(dbg, true, &header_length, &version, &abbrev_offset,
+                                            &address_size, &length_size, &extension_size, &signature,
+                                            &type_offset, &next_header, &unit_type, &err);
       if (check(rc, err, "dwarf_next_cu_header_d") != DW_DLV_OK) break;
       const Die unit = sibling(Die());
       if (!unit) continue;
@@ -353,7 +358,8 @@ DwarfTypes DwarfTypes::open(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) {
     throw Error(ErrorKind::kElf, "cannot read DWARF of " + path + ": " + std::strerror(errno));
   }
-  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::kElf, "cannot read DWARF of " + path + ": not a regular file");
+  if (!S_ISREG(st.st_mode))
+    throw Error(ErrorKind::kElf, "cannot read DWARF of " + path + ": not a regular file");
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   Dwarf_Error err = nullptr;
@@ -371,7 +377,8 @@ DwarfTypes DwarfTypes::open(const std::string& path) {
   }
   if (rc == DW_DLV_NO_ENTRY) {
     impl->dbg = nullptr;
-    throw Error(ErrorKind::kElf, "no DWARF debug information in " + path + " (stripped, or not an object file)");
+    throw Error(ErrorKind::kElf,
+                "no DWARF debug information in " + path + " (stripped, or not an object file)");
   }
   impl->build_index();
   if (impl->tags.empty() && impl->typedefs.empty()) {

@@ -19,9 +19,7 @@ class FakeMemoryReader final : public MemoryReader {
   void put(uint64_t addr, const T& value) {
     write(addr, &value, sizeof value);
   }
-  void write(uint64_t addr, const void* data, size_t len) {
-    std::memcpy(locate(addr, len), data, len);
-  }
+  void write(uint64_t addr, const void* data, size_t len) { std::memcpy(locate(addr, len), data, len); }
   void unmap(uint64_t addr) { segments_.erase(addr); }
   void set_gone(bool gone) { gone_ = gone; }
   size_t reads() const { return reads_; }

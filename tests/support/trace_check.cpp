@@ -16,7 +16,7 @@ using nlohmann::json;
 
 struct LaneEvent {
   double ts;
-  double dur;  // 0 for an instant
+  double dur;    // 0 for an instant
   size_t index;  // in traceEvents, for the message
   bool slice;    // an "X" with dur > 0 (may hold others)
   bool nests;    // ...that may lie inside another: a Python frame (cat "stack") or a collection ("gc")
@@ -60,7 +60,8 @@ class Checker {
     double dur = 0;
     if (p == "X") {
       const auto d = e.find("dur");
-      if (d == e.end() || !d->is_number()) return problem(fmt::format("event #{}: X without a number dur", i));
+      if (d == e.end() || !d->is_number())
+        return problem(fmt::format("event #{}: X without a number dur", i));
       dur = d->get<double>();
       if (!(dur >= 0)) return problem(fmt::format("event #{}: negative dur {}", i, dur));
     }
@@ -69,7 +70,8 @@ class Checker {
     const bool frame = cat != e.end() && cat->is_string() && *cat == "stack";
     const bool gc = name != e.end() && name->is_string() && *name == "gc";
     const bool slice = p == "X" && dur > 0;
-    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back({ts->get<double>(), dur, i, slice, slice && (frame || gc)});
+    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back(
+        {ts->get<double>(), dur, i, slice, slice && (frame || gc)});
     ++result.events;
   }
 
@@ -96,14 +98,14 @@ class Checker {
           // ends after it is dropped, a GIL slice inside another is an overlap, and an instant inside a slice
           // is not where gilspy means it.
           if (!b.nests || b.ts + b.dur > a_end) {
-            problem(fmt::format(
-                "lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} "
-                "({}{})",
-                lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end, b.ts,
-                events[b.index].value("name", "?"),
-                !b.slice  ? ", an instant inside it"
-                : b.nests ? ", which starts inside it and ends after it"
-                          : ", a slice that may not nest"));
+            problem(
+                fmt::format("lane pid {} tid {}: {} (ts {} + dur {} = {}) ends after the next event's ts {} "
+                            "({}{})",
+                            lane.first, lane.second, events[a.index].value("name", "?"), a.ts, a.dur, a_end,
+                            b.ts, events[b.index].value("name", "?"),
+                            !b.slice  ? ", an instant inside it"
+                            : b.nests ? ", which starts inside it and ends after it"
+                                      : ", a slice that may not nest"));
             continue;
           }
         }

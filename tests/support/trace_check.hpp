@@ -8,11 +8,11 @@
 // - Events are "X", "I", "C" or "M" (MindStudio reads no "i", DevTools draws no "i"), with integer pid and
 //   tid and, but for "M", a number ts; an "X" has a number dur >= 0.
 // - On each lane (pid, tid), the "X" and "I" events ordered by start follow one another:
-//   ts_i + dur_i <= ts_{i+1}, added as doubles, unless a gc or frame "X" lies wholly inside the one before (ends, as
-//   ts + dur in doubles, no later than it: a gc slice inside its hold_gil, a Python frame slice (cat
-//   "stack") inside its hold_gil / take_gil or its caller's frame). DevTools' trace engine drops an entry that
-//   starts inside the previous one and ends after it, and a one-ulp overshoot is enough; an instant inside a
-//   slice is an error.
+//   ts_i + dur_i <= ts_{i+1}, added as doubles, unless a gc or frame "X" lies wholly inside the one before
+//   (ends, as ts + dur in doubles, no later than it: a gc slice inside its hold_gil, a Python frame slice
+//   (cat "stack") inside its hold_gil / take_gil or its caller's frame). DevTools' trace engine drops an
+//   entry that starts inside the previous one and ends after it, and a one-ulp overshoot is enough; an
+//   instant inside a slice is an error.
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -21,7 +21,7 @@
 namespace gilspy::test {
 
 struct TraceCheckResult {
-  size_t events = 0;         // X and I events on lanes
+  size_t events = 0;  // X and I events on lanes
   size_t lanes = 0;
   size_t adjacent_pairs = 0;
   size_t problem_count = 0;

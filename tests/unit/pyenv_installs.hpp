@@ -48,7 +48,8 @@ inline std::vector<Install> installs_of(const std::string& root, int minor) {
     const fs::path lib = it->path() / "lib" / ("libpython3." + std::to_string(minor) + ".so.1.0");
     if (fs::is_regular_file(lib, ec)) found.push_back({name, lib.string()});
   }
-  std::sort(found.begin(), found.end(), [](const Install& a, const Install& b) { return a.version < b.version; });
+  std::sort(found.begin(), found.end(),
+            [](const Install& a, const Install& b) { return a.version < b.version; });
   return found;
 }
 

@@ -3,7 +3,6 @@
 // recovered recording, and the errors.
 #include <doctest/doctest.h>
 
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -245,7 +244,6 @@ raw::Meta meta_for(int64_t pid, int64_t rank, int64_t realtime_ns) {
   return m;
 }
 
-
 // A plausible recording: threads that wait, hold and release in turn, one at a time holding; records written
 // in the order their intervals end (so threads interleave out of time order, as the recorder writes them).
 struct Generated {
@@ -284,7 +282,11 @@ Generated generate(uint32_t seed, int64_t pid, int threads, int handoffs) {
     now = end + std::uniform_int_distribution<int64_t>(0, 3)(rng);
   }
   for (int i = 0; i < threads; ++i) put(now + 1, raw::ThreadEnd{tids[i], now + 1});
-  raw::Stats s{.ts = now + 1, .polls = 10, .late = 0, .missed = 0, .handoffs_seen = static_cast<uint64_t>(handoffs),
+  raw::Stats s{.ts = now + 1,
+               .polls = 10,
+               .late = 0,
+               .missed = 0,
+               .handoffs_seen = static_cast<uint64_t>(handoffs),
                .handoffs_total = static_cast<uint64_t>(handoffs)};
   put(now + 1, s);
   std::stable_sort(pending.begin(), pending.end(),
@@ -415,7 +417,7 @@ TEST_CASE("convert: golden small.raw.json") {
                                                 {4260, "Thread-2 (4260)"},
                                                 {cv::kWaitersTid, "GIL waiters"}});
   CHECK(sort.at(cv::kWaitersTid) == -1);  // the waiters above the threads
-  CHECK(sort.at(4242) == 0);  // then the main thread
+  CHECK(sort.at(4242) == 0);              // then the main thread
   CHECK(sort.at(4250) < sort.at(4260));
 
   // Exact events, as written in the text (ts relative to the file's own realtime anchor, the base).
@@ -458,11 +460,11 @@ TEST_CASE("convert: golden small.raw.json") {
       waiter_slices.emplace_back(e.at("name").get<std::string>(), t.ts[i], t.ts[i] + t.dur[i]);
     }
   }
-  CHECK(waiter_slices == std::vector<std::tuple<std::string, int64_t, int64_t>>{
-                             {"gil_waiters 1", 150, 5000200},
-                             {"gil_waiters 1", 5000300, 6000200},
-                             {"gil_waiters 2", 6000200, 10000400},
-                             {"gil_waiters 1", 10000400, 12345678}});
+  CHECK(waiter_slices ==
+        std::vector<std::tuple<std::string, int64_t, int64_t>>{{"gil_waiters 1", 150, 5000200},
+                                                               {"gil_waiters 1", 5000300, 6000200},
+                                                               {"gil_waiters 2", 6000200, 10000400},
+                                                               {"gil_waiters 1", 10000400, 12345678}});
   // every event of a process is on its pid; metadata and counters on the process lane 0
   for (const auto& e : t.events) CHECK(e["pid"] == 4242);
   for (const auto* c : counters) CHECK((*c)["tid"] == 0);
@@ -491,12 +493,11 @@ TEST_CASE("convert: two ranks on different clocks are merged on the earliest rea
   // Rank 1 is given first on the command line: the base is still the earliest anchor.
   const std::string a = dir / "GIL_2001_rank_1.json";
   const std::string b = dir / "GIL_2000_rank_0.json";
-  write_raw(a, meta_for(2001, 1, rt1),
-            {raw::ThreadStart{2001, 0, 1, "MainThread (2001)"},
-             raw::Hold{2001, 1000, 500}, raw::Waiters{1100, 2}});
+  write_raw(
+      a, meta_for(2001, 1, rt1),
+      {raw::ThreadStart{2001, 0, 1, "MainThread (2001)"}, raw::Hold{2001, 1000, 500}, raw::Waiters{1100, 2}});
   write_raw(b, meta_for(2000, 0, rt0),
-            {raw::ThreadStart{2000, 0, 1, "MainThread (2000)"},
-             raw::Hold{2000, 1000, 500}});
+            {raw::ThreadStart{2000, 0, 1, "MainThread (2000)"}, raw::Hold{2000, 1000, 500}});
   const std::string out = dir / "merged.json";
   const auto report = cv::convert_to_chrome_trace({a, b}, out);
   CHECK(report.base_time_ns == rt0);
@@ -581,12 +582,11 @@ TEST_CASE("convert: a thread whose records overlap or go back in time is clamped
   TempDir dir;
   const std::string in = dir / "overlap.json";
   write_raw(in, meta_for(9, 0, 1'000'000'000'000),
-            {raw::Hold{9, 100, 100},  // [100,200)
-             raw::Wait{9, 150, 100},  // overlaps the hold: becomes [200,250)
-             raw::Hold{9, 120, 10},   // entirely before: becomes [250,250)
-             raw::Hold{9, 300, 10},   // fine
-             raw::Waiters{50, 1},
-             raw::Waiters{40, 0}});  // counter going back: moved to 50
+            {raw::Hold{9, 100, 100},                      // [100,200)
+             raw::Wait{9, 150, 100},                      // overlaps the hold: becomes [200,250)
+             raw::Hold{9, 120, 10},                       // entirely before: becomes [250,250)
+             raw::Hold{9, 300, 10},                       // fine
+             raw::Waiters{50, 1}, raw::Waiters{40, 0}});  // counter going back: moved to 50
   const std::string out = dir / "overlap.trace.json";
   const auto report = cv::convert_to_chrome_trace({in}, out);
   CHECK(report.inputs[0].adjusted == 3);
@@ -751,9 +751,11 @@ TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
   namespace tc = gilspy::test;
   auto trace = [](const std::string& events) { return R"({"traceEvents":[)" + events + "]}"; };
   const std::string a = R"({"ph":"X","name":"take_gil","pid":1,"tid":2,"ts":4059637.649,"dur":10597.362})";
-  const std::string a_fixed = R"({"ph":"X","name":"take_gil","pid":1,"tid":2,"ts":4059637.649,"dur":10597.361})";
+  const std::string a_fixed =
+      R"({"ph":"X","name":"take_gil","pid":1,"tid":2,"ts":4059637.649,"dur":10597.361})";
   const std::string b = R"({"ph":"X","name":"hold_gil","pid":1,"tid":2,"ts":4070235.011,"dur":5.000})";
-  const std::string b_other_lane = R"({"ph":"X","name":"hold_gil","pid":1,"tid":3,"ts":4070235.011,"dur":5.000})";
+  const std::string b_other_lane =
+      R"({"ph":"X","name":"hold_gil","pid":1,"tid":3,"ts":4070235.011,"dur":5.000})";
 
   const auto bad = tc::check_chrome_trace(trace(a + "," + b));
   CHECK(bad.problem_count == 1);
@@ -767,7 +769,7 @@ TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
   CHECK(good.lanes == 1);
   CHECK(good.adjacent_pairs == 1);
   CHECK(tc::check_chrome_trace(trace(a + "," + b_other_lane)).ok());  // other lanes may overlap
-  CHECK(tc::check_chrome_trace("[" + a_fixed + "," + b + "]").ok());   // a bare array (Ascend's form)
+  CHECK(tc::check_chrome_trace("[" + a_fixed + "," + b + "]").ok());  // a bare array (Ascend's form)
 
   // Instants are zero-length events of the lane: at a slice's end is fine, inside it is not.
   const std::string at_end = R"({"ph":"I","s":"t","name":"drop_gil","pid":1,"tid":2,"ts":4070235.011})";
@@ -775,10 +777,13 @@ TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
   CHECK(tc::check_chrome_trace(trace(a_fixed + "," + at_end + "," + b)).ok());
   CHECK(tc::check_chrome_trace(trace(a_fixed + "," + inside)).problem_count == 1);
   // "i" (DevTools and MindStudio skip it), a missing dur, a string ts, no traceEvents, not JSON.
-  CHECK(tc::check_chrome_trace(trace(R"({"ph":"i","s":"t","name":"x","pid":1,"tid":2,"ts":1.000})")).problem_count ==
+  CHECK(tc::check_chrome_trace(trace(R"({"ph":"i","s":"t","name":"x","pid":1,"tid":2,"ts":1.000})"))
+            .problem_count == 1);
+  CHECK(tc::check_chrome_trace(trace(R"({"ph":"X","name":"x","pid":1,"tid":2,"ts":1.000})")).problem_count ==
         1);
-  CHECK(tc::check_chrome_trace(trace(R"({"ph":"X","name":"x","pid":1,"tid":2,"ts":1.000})")).problem_count == 1);
-  CHECK(tc::check_chrome_trace(trace(R"({"ph":"C","name":"x","pid":1,"tid":2,"ts":"1.000"})")).problem_count == 1);
+  CHECK(
+      tc::check_chrome_trace(trace(R"({"ph":"C","name":"x","pid":1,"tid":2,"ts":"1.000"})")).problem_count ==
+      1);
   CHECK_FALSE(tc::check_chrome_trace(R"({"events":[]})").ok());
   CHECK_FALSE(tc::check_chrome_trace("{").ok());
 
@@ -794,7 +799,8 @@ TEST_CASE("trace_check: the shared checker flags what DevTools would drop") {
   CHECK(tc::check_chrome_trace(trace(hold + "," + gc_mid + "," + inside)).problem_count == 1);
 }
 
-TEST_CASE("convert: a finished file with one bad byte is refused as corrupt; --salvage converts what precedes it") {
+TEST_CASE(
+    "convert: a finished file with one bad byte is refused as corrupt; --salvage converts what precedes it") {
   TempDir dir;
   std::string text = slurp(kSmall);
   const size_t at = text.find("[\"N\",6000200,2]");

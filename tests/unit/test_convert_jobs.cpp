@@ -173,9 +173,9 @@ TEST_CASE("gzip I/O: written compressed, read back; concatenated members read as
   CHECK_FALSE(cv::has_gzip_suffix("a.json"));
 }
 
-// reader_safe_dur_ns computes the doubles a viewer reads by division (exact below 2^53 ns) instead of printing
-// and parsing the text: the durations it picks are those the text would give (largest with ts + dur <= end as
-// doubles parsed from the written text), also on the epoch itself (absolute µs, ~1.7e18 ns).
+// reader_safe_dur_ns computes the doubles a viewer reads by division (exact below 2^53 ns) instead of
+// printing and parsing the text: the durations it picks are those the text would give (largest with ts + dur
+// <= end as doubles parsed from the written text), also on the epoch itself (absolute µs, ~1.7e18 ns).
 TEST_CASE("convert: reader_safe_dur_ns agrees with the doubles parsed from the text it writes") {
   auto parsed = [](int64_t ns) {
     const std::string text = cv::format_us(ns);
@@ -186,8 +186,9 @@ TEST_CASE("convert: reader_safe_dur_ns agrees with the doubles parsed from the t
   std::mt19937_64 rng(99);
   for (int i = 0; i < 20000; ++i) {
     const bool absolute = i % 4 == 0;
-    const int64_t start = absolute ? 1'700'000'000'000'000'000 + static_cast<int64_t>(rng() % 1'000'000'000'000)
-                                   : static_cast<int64_t>(rng() % (int64_t{1} << 52));
+    const int64_t start = absolute
+                              ? 1'700'000'000'000'000'000 + static_cast<int64_t>(rng() % 1'000'000'000'000)
+                              : static_cast<int64_t>(rng() % (int64_t{1} << 52));
     const int64_t end = start + static_cast<int64_t>(rng() % 100'000'000);
     CAPTURE(start);
     CAPTURE(end);

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cpython_layouts/debug_offsets.hpp"
 #include "cpython_layouts/layout.hpp"
 #include "elfutils/elf_image.hpp"
-#include "base/error.hpp"
 #include "elfutils/python_binary.hpp"
 
 namespace gl = gilspy::layouts;
@@ -50,8 +50,8 @@ constexpr size_t free_threaded = 16, runtime_size = 24, interpreters_head = 40;
 constexpr size_t interp_size = 48, interp_id = 56, interp_next = 64, interp_threads_head = 72,
                  interp_threads_main = 80, interp_gc = 88, interp_ceval_gil = 120, interp_gil = 128,
                  interp_gil_enabled = 136, interp_gil_locked = 144, interp_gil_holder = 152;
-constexpr size_t tstate_size = 176, tstate_prev = 184, tstate_next = 192, tstate_interp = 200, tstate_thread_id = 216,
-                 tstate_native_thread_id = 224;
+constexpr size_t tstate_size = 176, tstate_prev = 184, tstate_next = 192, tstate_interp = 200,
+                 tstate_thread_id = 216, tstate_native_thread_id = 224;
 constexpr size_t gc_size = 648, gc_collecting = 656;
 }  // namespace p14
 
@@ -60,7 +60,8 @@ struct Values14 {
   uint64_t runtime_size = 150000, interpreters_head = 808;
   uint64_t interp_size = 100000, id = 7311, next = 7303, threads_head = 7383, threads_main = 7391, gc = 7440,
            ceval_gil = 24, gil = 9000, gil_enabled = 0, gil_locked = 9016, gil_holder = 9008;
-  uint64_t tstate_size = 4000, tstate_prev = 0, tstate_next = 8, tstate_interp = 16, thread_id = 168, native_thread_id = 176;
+  uint64_t tstate_size = 4000, tstate_prev = 0, tstate_next = 8, tstate_interp = 16, thread_id = 168,
+           native_thread_id = 176;
   uint64_t gc_size = 240, collecting = 192;  // 3.14.0's incremental collector (3.14.5+: 264)
   bool free_threaded = false;
 };

@@ -1,7 +1,7 @@
 // _Py_DebugOffsets of 3.15 (synthetic blocks laid out as debug_offsets_3_15.cpp's table, and the block of a
 // real python3.15 when scripts/fetch_debian_pythons.sh has fetched one), versions newer than the newest known
-// (read with the newest decoder when the block validates, refused with the reason otherwise), and the target's
-// glibc (its version from its banner, the pthread_cond_t layout that follows).
+// (read with the newest decoder when the block validates, refused with the reason otherwise), and the
+// target's glibc (its version from its banner, the pthread_cond_t layout that follows).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -110,7 +110,9 @@ std::optional<Caught> catch_error(const std::function<void()>& f) {
   return std::nullopt;
 }
 
-gilspy::elf::PyVersion version(uint64_t hex) { return gilspy::elf::version_from_hex(static_cast<uint32_t>(hex)); }
+gilspy::elf::PyVersion version(uint64_t hex) {
+  return gilspy::elf::version_from_hex(static_cast<uint32_t>(hex));
+}
 
 bool ci() {
   const char* env = std::getenv("CI");
@@ -122,7 +124,8 @@ std::string debian_unstable_root() {
   if (const char* env = std::getenv("GILSPY_DEBIAN_PYTHONS"); env != nullptr && *env) return env;
   const char* cache = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
-  const std::string base = cache != nullptr && *cache ? cache : std::string(home ? home : "/root") + "/.cache";
+  const std::string base =
+      cache != nullptr && *cache ? cache : std::string(home ? home : "/root") + "/.cache";
   return base + "/gilspy/debian-unstable";
 }
 

@@ -2,9 +2,9 @@
 // every field of a minor version's table is compared with what its libpython's debug info says. A minor
 // version with no interpreter installed is reported as SKIPPED; with CI=true it is a failure instead.
 // Also small tests of elf::DwarfTypes itself.
+#include <doctest/doctest.h>
 #include <dwarf.h>
 #include <libdwarf.h>
-#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "cpython_layouts/layout.hpp"
-#include "support/dwarf_types.hpp"
 #include "base/error.hpp"
-#include "unit/pyenv_installs.hpp"
+#include "cpython_layouts/layout.hpp"
 #include "elfutils/python_binary.hpp"
+#include "support/dwarf_types.hpp"
+#include "unit/pyenv_installs.hpp"
 
 // Named per file, so that the unity build can put test files together.
 namespace unit_layouts_dwarf {
@@ -34,13 +34,15 @@ using gilspy::testing::Install;
 using gilspy::testing::installs_of;
 using gilspy::testing::pyenv_root;
 
-std::string show(std::optional<uint64_t> v) { return v ? std::to_string(*v) : std::string("absent"); }
+std::string show(std::optional<uint64_t> v) {
+  return v ? std::to_string(*v) : std::string("absent");
+}
 
 // One table field against DWARF; the message names the version, field and both numbers.
 void expect(const std::string& version, const std::string& field, std::optional<uint64_t> table,
             std::optional<uint64_t> dwarf) {
-  CHECK_MESSAGE(table == dwarf, "python " << version << " " << field << ": table " << show(table) << ", DWARF "
-                                          << show(dwarf));
+  CHECK_MESSAGE(table == dwarf, "python " << version << " " << field << ": table " << show(table)
+                                          << ", DWARF " << show(dwarf));
 }
 
 std::optional<uint64_t> opt(gilspy::layouts::OptOff v) {
@@ -50,12 +52,12 @@ std::optional<uint64_t> opt(gilspy::layouts::OptOff v) {
 // --- A bit field's bit position, straight from libdwarf (DwarfTypes::offset_of only gives bytes). ---------
 // The first complete `struct <tag>`; its member `outer` (an inline struct); that struct's member `field`:
 // DW_AT_data_bit_offset (DWARF 4+, what gcc emits for DWARF 5). nullopt when any of it is missing.
-std::optional<uint64_t> data_bit_offset(const std::string& path, const std::string& tag, const std::string& outer,
-                                        const std::string& field) {
+std::optional<uint64_t> data_bit_offset(const std::string& path, const std::string& tag,
+                                        const std::string& outer, const std::string& field) {
   Dwarf_Debug dbg = nullptr;
   Dwarf_Error err = nullptr;
-  if (dwarf_init_path(path.c_str(), nullptr, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, nullptr, nullptr, &dbg, nullptr, 0,
-                      nullptr, &err) != DW_DLV_OK) {
+  if (dwarf_init_path(path.c_str(), nullptr, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, nullptr, nullptr, &dbg,
+                      nullptr, 0, nullptr, &err) != DW_DLV_OK) {
     if (err != nullptr) dwarf_dealloc(nullptr, err, DW_DLA_ERROR);
     return std::nullopt;
   }
@@ -100,8 +102,8 @@ std::optional<uint64_t> data_bit_offset(const std::string& path, const std::stri
     Dwarf_Half ver = 0, asize = 0, lsize = 0, esize = 0, utype = 0;
     Dwarf_Off aoff = 0;
     Dwarf_Sig8 sig{};
-    if (dwarf_next_cu_header_d(dbg, true, &hlen, &ver, &aoff, &asize, &lsize, &esize, &sig, &toff, &next_cu, &utype,
-                               &err) != DW_DLV_OK) {
+    if (dwarf_next_cu_header_d(dbg, true, &hlen, &ver, &aoff, &asize, &lsize, &esize, &sig, &toff, &next_cu,
+                               &utype, &err) != DW_DLV_OK) {
       break;
     }
     Dwarf_Die cu = nullptr;
@@ -174,12 +176,14 @@ void check_layout(const Layout& l, const Install& install) {
   // Where the GIL struct is.
   if (l.minor <= 11) {
     CHECK(l.gil_home == gilspy::layouts::GilHome::kRuntime);
-    expect(v, "gil_offset (_PyRuntimeState.ceval.gil)", l.gil_offset, d.offset_of("_PyRuntimeState", "ceval.gil"));
+    expect(v, "gil_offset (_PyRuntimeState.ceval.gil)", l.gil_offset,
+           d.offset_of("_PyRuntimeState", "ceval.gil"));
   } else {
     CHECK(l.gil_home == gilspy::layouts::GilHome::kInterpPointer);
     expect(v, "gil_offset (PyInterpreterState.ceval.gil)", l.gil_offset,
            d.offset_of("PyInterpreterState", "ceval.gil"));
-    MESSAGE("python " << v << ": the interpreter's own GIL is at interp+" << show(d.offset_of("PyInterpreterState", "_gil")));
+    MESSAGE("python " << v << ": the interpreter's own GIL is at interp+"
+                      << show(d.offset_of("PyInterpreterState", "_gil")));
   }
 
   // The runtime and the interpreter list.
@@ -207,7 +211,8 @@ void check_layout(const Layout& l, const Install& install) {
     const auto bits = data_bit_offset(install.libpython, "_ts", "_status", "holds_gil");
     REQUIRE_MESSAGE(status.has_value(), "python " << v << ": PyThreadState has no _status");
     REQUIRE_MESSAGE(bits.has_value(), "python " << v << ": no DW_AT_data_bit_offset for _status.holds_gil");
-    expect(v, "tstate.holds_gil_bit", static_cast<uint64_t>(l.tstate.holds_gil_bit), (*status * 8 + *bits) % 8);
+    expect(v, "tstate.holds_gil_bit", static_cast<uint64_t>(l.tstate.holds_gil_bit),
+           (*status * 8 + *bits) % 8);
     expect(v, "tstate.holds_gil (from the bit offset)", opt(l.tstate.holds_gil), *status + *bits / 8);
   } else {
     CHECK(l.tstate.holds_gil_bit == -1);
@@ -227,12 +232,14 @@ void check_layout(const Layout& l, const Install& install) {
   expect(v, "gc.generations", l.gc.generations, d.offset_of(gc, "generations"));
   expect(v, "gc.stats (generation_stats)", l.gc.stats, d.offset_of(gc, "generation_stats"));
   expect(v, "gc.collecting", l.gc.collecting, d.offset_of(gc, "collecting"));
-  expect(v, "gc.generation_stride (sizeof struct gc_generation)", l.gc.generation_stride, d.size_of("gc_generation"));
+  expect(v, "gc.generation_stride (sizeof struct gc_generation)", l.gc.generation_stride,
+         d.size_of("gc_generation"));
   expect(v, "gc.generation_threshold", l.gc.generation_threshold, d.offset_of("gc_generation", "threshold"));
   expect(v, "gc.generation_count", l.gc.generation_count, d.offset_of("gc_generation", "count"));
   expect(v, "gc.stats_stride (sizeof struct gc_generation_stats)", l.gc.stats_stride,
          d.size_of("gc_generation_stats"));
-  expect(v, "gc.stats_collections", l.gc.stats_collections, d.offset_of("gc_generation_stats", "collections"));
+  expect(v, "gc.stats_collections", l.gc.stats_collections,
+         d.offset_of("gc_generation_stats", "collections"));
   expect(v, "gc.stats_collected", l.gc.stats_collected, d.offset_of("gc_generation_stats", "collected"));
   expect(v, "gc.stats_uncollectable", l.gc.stats_uncollectable,
          d.offset_of("gc_generation_stats", "uncollectable"));
@@ -269,12 +276,16 @@ TEST_CASE("DWARF: layout tables match the DWARF of every pyenv libpython") {
     if (found.empty()) {
       SUBCASE(("python " + minor + " (not installed)").c_str()) {
         MESSAGE("SKIPPED: python " << minor << " not found under " << root);
-        if (ci_strict()) FAIL_CHECK("python " << minor << " not found under " << root << " and CI=true: none may be skipped");
+        if (ci_strict())
+          FAIL_CHECK("python " << minor << " not found under " << root
+                               << " and CI=true: none may be skipped");
       }
       continue;
     }
     for (const auto& install : found) {
-      SUBCASE(("python " + install.version).c_str()) { check_layout(l, install); }
+      SUBCASE(("python " + install.version).c_str()) {
+        check_layout(l, install);
+      }
     }
   }
   // Interpreters newer than the last table (3.14: read through _Py_DebugOffsets) have nothing to compare.
@@ -282,7 +293,8 @@ TEST_CASE("DWARF: layout tables match the DWARF of every pyenv libpython") {
   for (int minor = last_table_minor + 1; minor <= gilspy::layouts::kNewestMinor; ++minor) {
     for (const auto& install : installs_of(root, minor)) {
       SUBCASE(("python " + install.version + " (no built-in table)").c_str()) {
-        MESSAGE("python " << install.version << " has no built-in table (its layout comes from _Py_DebugOffsets): "
+        MESSAGE("python " << install.version
+                          << " has no built-in table (its layout comes from _Py_DebugOffsets): "
                           << "not compared with DWARF here");
       }
     }
@@ -334,9 +346,15 @@ TEST_CASE("DWARF: DwarfTypes::open fails with kElf and names the file") {
       CHECK_MESSAGE(std::string(e.what()).find(path) != std::string::npos, e.what());
     }
   };
-  SUBCASE("missing file") { expect_elf_error("/nonexistent/gilspy/libpython3.99.so"); }
-  SUBCASE("not an ELF file") { expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt"); }
-  SUBCASE("a directory") { expect_elf_error(GILSPY_SOURCE_DIR); }
+  SUBCASE("missing file") {
+    expect_elf_error("/nonexistent/gilspy/libpython3.99.so");
+  }
+  SUBCASE("not an ELF file") {
+    expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt");
+  }
+  SUBCASE("a directory") {
+    expect_elf_error(GILSPY_SOURCE_DIR);
+  }
   SUBCASE("stripped binary without DWARF") {
     const std::string stripped = "/usr/bin/python3.11";
     if (!fs::exists(stripped)) {

@@ -31,7 +31,8 @@ uint64_t unmapped_page() {
 
 }  // namespace
 
-TEST_CASE("memory reader: the regions before one that cannot be read count, each once, whatever their sizes") {
+TEST_CASE(
+    "memory reader: the regions before one that cannot be read count, each once, whatever their sizes") {
   RemoteMemoryReader reader(getpid());
   const uint64_t a = 0x1111111111111111, b = 0x2222222222222222;
   const uint32_t c = 0x33333333;
@@ -41,7 +42,10 @@ TEST_CASE("memory reader: the regions before one that cannot be read count, each
   std::vector<uint8_t> gpage(464);
   const uint64_t gone = unmapped_page();
   // All of them readable.
-  std::vector<ReadRegion> r{{addr(&a), &ga, 8}, {addr(&b), &gb, 8}, {addr(&c), &gc, 4}, {addr(&a), &gd, 8},
+  std::vector<ReadRegion> r{{addr(&a), &ga, 8},
+                            {addr(&b), &gb, 8},
+                            {addr(&c), &gc, 4},
+                            {addr(&a), &gd, 8},
                             {addr(page.data()), gpage.data(), page.size()}};
   CHECK(reader.read(r) == 5);
   CHECK((ga == a && gb == b && gc == c && gd == a && gpage == page));

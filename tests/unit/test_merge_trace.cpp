@@ -496,9 +496,15 @@ TEST_CASE("merge: random damage to a trace is merged or refused as kBadInput, ne
     for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
       const size_t at = rng() % s.size();
       switch (rng() % 3) {
-        case 0: s[at] = alphabet[rng() % alphabet.size()]; break;
-        case 1: s.erase(at, 1 + rng() % 8); break;
-        default: s.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+        case 0:
+          s[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          s.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          s.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
       }
     }
     CAPTURE(round);

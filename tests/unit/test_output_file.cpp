@@ -8,8 +8,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -157,7 +157,8 @@ TEST_CASE("output file: another user's file, a directory or a fifo at the name i
     const fs::path theirs = dir.path / "theirs.json";
     spit(theirs, "theirs");
     REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
-    check_refused([&] { OutputFile::temporary(theirs.string()); }, ErrorKind::kIo, "another user (uid 65534)");
+    check_refused([&] { OutputFile::temporary(theirs.string()); }, ErrorKind::kIo,
+                  "another user (uid 65534)");
     CHECK(slurp(theirs) == "theirs");
   }
 }

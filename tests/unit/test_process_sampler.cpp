@@ -911,7 +911,8 @@ TEST_CASE("sampler: a new thread caught between writing its two ids is not its c
 }
 
 TEST_CASE(
-    "sampler: after unseen takes every waiter is asked; else one, every one when the cond's count falls below "
+    "sampler: after unseen takes every waiter is asked; else one, every one when the cond's count falls "
+    "below "
     "them; an idle thread only when the count has room for a new waiter") {
   FakeTarget t;
   t.tids = {100, 101, 102, 103};

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "elfutils/elf_image.hpp"
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
-#include "unit/pyenv_installs.hpp"
+#include "elfutils/elf_image.hpp"
 #include "elfutils/proc_maps.hpp"
 #include "elfutils/python_binary.hpp"
+#include "unit/pyenv_installs.hpp"
 
 // Named per file, so that the unity build can put test files together.
 namespace unit_python_binary {
@@ -98,8 +98,11 @@ void check_libpython(int minor, const Install& install) {
   // The version locate_python reports, micro included, from the file alone (before 3.11 from the PY_VERSION
   // string in .rodata, which the linker may keep only as the tail of the install prefix): as if this process
   // had the library mapped.
-  const std::vector<gilspy::elf::Mapping> maps = {
-      {.start = 0x7f0000000000, .end = 0x7f0000100000, .offset = 0, .perms = "r--p", .path = install.libpython}};
+  const std::vector<gilspy::elf::Mapping> maps = {{.start = 0x7f0000000000,
+                                                   .end = 0x7f0000100000,
+                                                   .offset = 0,
+                                                   .perms = "r--p",
+                                                   .path = install.libpython}};
   const auto bin = gilspy::elf::locate_python(::getpid(), maps);
   CHECK(bin.version.text() == expected->text());
   CHECK(bin.version_source == (minor >= 11 ? "Py_Version" : "version string in .rodata"));
@@ -195,7 +198,8 @@ TEST_CASE("proc_maps: parse_maps on a realistic listing") {
       "/home/some user/my envs/py 3.12/lib/libpython3.12.so.1.0\n"
       "7fc0c7b6a000-7fc0c7c6b000 r-xp 0009a000 fe:01 320475                     "
       "/home/some user/my envs/py 3.12/lib/libpython3.12.so.1.0\n"
-      "7fc0c8000000-7fc0c8001000 r--p 00000000 00:2d 1234                       /tmp/libpython3.11.so.1.0 (deleted)\n"
+      "7fc0c8000000-7fc0c8001000 r--p 00000000 00:2d 1234                       /tmp/libpython3.11.so.1.0 "
+      "(deleted)\n"
       "7ffd5d3e2000-7ffd5d403000 rw-p 00000000 00:00 0                          [stack]\n"
       "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
   const auto maps = gilspy::elf::parse_maps(text);
@@ -254,7 +258,9 @@ TEST_CASE("elf_image: pyenv libpython 3.8+") {
       continue;
     }
     for (const auto& install : found) {
-      SUBCASE(("python " + install.version).c_str()) { check_libpython(minor, install); }
+      SUBCASE(("python " + install.version).c_str()) {
+        check_libpython(minor, install);
+      }
     }
   }
 }
@@ -283,8 +289,12 @@ TEST_CASE("elf_image: Debian's stripped /usr/bin/python3.11") {
 }
 
 TEST_CASE("elf_image: open fails with kElf and names the file") {
-  SUBCASE("missing file") { expect_elf_error("/nonexistent/gilspy/libpython3.99.so"); }
-  SUBCASE("not an ELF file") { expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt"); }
+  SUBCASE("missing file") {
+    expect_elf_error("/nonexistent/gilspy/libpython3.99.so");
+  }
+  SUBCASE("not an ELF file") {
+    expect_elf_error(std::string(GILSPY_SOURCE_DIR) + "/CMakeLists.txt");
+  }
 }
 
 TEST_CASE(

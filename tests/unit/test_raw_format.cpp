@@ -52,7 +52,6 @@ raw::Meta sample_meta() {
   return m;
 }
 
-
 // One record of every kind (F is written by finish()), with values that differ from field to field.
 std::vector<raw::Record> sample_records() {
   std::vector<raw::Record> v;
@@ -63,11 +62,16 @@ std::vector<raw::Record> sample_records() {
   v.push_back(raw::Waiters{30, 3});
   v.push_back(raw::ThreadEnd{31340, 5000});
   v.push_back(raw::ThreadEnd{31337, 5000, 4321});
-  v.push_back(raw::Stats{.ts = 1'000'000'000, .polls = 7001, .late = 12, .missed = 3, .handoffs_seen = 4321,
+  v.push_back(raw::Stats{.ts = 1'000'000'000,
+                         .polls = 7001,
+                         .late = 12,
+                         .missed = 3,
+                         .handoffs_seen = 4321,
                          .handoffs_total = 4400});
   v.push_back(raw::Hold{31337, 1020, 0});  // a zero-length hold is still a hold
   v.push_back(raw::ProcessStopped{.ts = 1100, .dur = 400});
-  v.push_back(raw::ThreadStart{.tid = 31350, .ts = 1600, .tstate = 0x5555, .name = "in a container", .ns_tid = 3});
+  v.push_back(
+      raw::ThreadStart{.tid = 31350, .ts = 1600, .tstate = 0x5555, .name = "in a container", .ns_tid = 3});
   // The garbage collector's kinds (format_version 3).
   v.push_back(raw::GcSettings{.ts = 0, .enabled = true, .threshold = {700, 10, 10}});
   v.push_back(raw::GcCounts{.ts = 5, .count = {123, 4, 5}});
@@ -86,15 +90,28 @@ std::vector<raw::Record> sample_records() {
   v.push_back(
       raw::GcUntimed{.ts = 950, .window = 100, .generation = 0, .n = 2, .collected = 7, .uncollectable = 0});
   v.push_back(raw::GcSettings{.ts = 1500, .enabled = false, .threshold = {700, 10, 10}});
-  raw::CounterSetup setup{.ts = 0, .count = 3, .kinds = {}, .unavailable = {{"cycles", "not supported"}},
+  raw::CounterSetup setup{.ts = 0,
+                          .count = 3,
+                          .kinds = {},
+                          .unavailable = {{"cycles", "not supported"}},
                           .perf_threads_max = 512};
   setup.kinds[0] = raw::CounterKind::kTaskClock;
   setup.kinds[1] = raw::CounterKind::kInstructions;
   setup.kinds[2] = raw::CounterKind::kBranchMisses;
   v.push_back(setup);
-  raw::CounterSample c{.tid = 31337, .ts = 1700, .dur = 300, .role = raw::GilRole::kHolding, .count = 3,
-                       .holds = 2, .time_ns = 250, .cpu_ns = 240, .run_delay_ns = 7, .slices = 2,
-                       .preempted_holds = 1, .preempted_ns = 5, .values = {}};
+  raw::CounterSample c{.tid = 31337,
+                       .ts = 1700,
+                       .dur = 300,
+                       .role = raw::GilRole::kHolding,
+                       .count = 3,
+                       .holds = 2,
+                       .time_ns = 250,
+                       .cpu_ns = 240,
+                       .run_delay_ns = 7,
+                       .slices = 2,
+                       .preempted_holds = 1,
+                       .preempted_ns = 5,
+                       .values = {}};
   c.values = {280, 123456789012, 5};
   v.push_back(c);
   v.push_back(raw::CounterSample{.tid = 31340, .ts = 1700, .dur = 50, .role = raw::GilRole::kWaiting});
@@ -270,9 +287,9 @@ TEST_CASE("raw format: a file cut at any byte is rejected before its meta, recov
       written_file(dir, records, {{"duration_ns", 60000}, {"threads", nlohmann::json::array()}});
 
   // Where each part ends: the meta object, each event's closing bracket, the whole document.
-  size_t meta_end = 0;              // one past the meta's closing brace
+  size_t meta_end = 0;                             // one past the meta's closing brace
   const size_t end_marker = text.find("[\"F\"]");  // a cut past it cuts a finished file: corrupt
-  std::vector<size_t> record_ends;  // one past each record's ']'
+  std::vector<size_t> record_ends;                 // one past each record's ']'
   size_t doc_end = text.rfind('}') + 1;
   {
     size_t line_start = 0;
@@ -365,7 +382,8 @@ TEST_CASE("raw format: what is not a raw recording is kBadInput, and the message
   check_bad_input("{\"format\":\"gilspy-raw\",\"format_version\":1,\"events\":[]}", "meta");
 }
 
-TEST_CASE("raw format: what is wrong after a good meta is corrupt (kCorrupt), and the message names the file") {
+TEST_CASE(
+    "raw format: what is wrong after a good meta is corrupt (kCorrupt), and the message names the file") {
   const auto corrupt = ErrorKind::kCorrupt;
   check_bad_input(with_events("5"), "arrays", corrupt);
   check_bad_input(with_events("{\"kind\":\"H\"}"), "arrays", corrupt);
@@ -422,8 +440,8 @@ TEST_CASE(
 }
 
 // Each record kind alone through raw::Writer and raw::read: what is stored comes back equal, field by field.
-TEST_CASE_TEMPLATE("raw format: one record of each kind round-trips", Kind, raw::ThreadStart, raw::ThreadEnd, raw::Hold,
-                   raw::Wait, raw::Waiters, raw::Stats) {
+TEST_CASE_TEMPLATE("raw format: one record of each kind round-trips", Kind, raw::ThreadStart, raw::ThreadEnd,
+                   raw::Hold, raw::Wait, raw::Waiters, raw::Stats) {
   Kind original;
   if constexpr (std::is_same_v<Kind, raw::ThreadStart>) {
     original = {.tid = 31337, .ts = 5, .tstate = 0xffff800012345678ull, .name = "MainThread \xc3\xa9"};
@@ -434,7 +452,11 @@ TEST_CASE_TEMPLATE("raw format: one record of each kind round-trips", Kind, raw:
   } else if constexpr (std::is_same_v<Kind, raw::Waiters>) {
     original = {.ts = 99, .n = 7};
   } else {
-    original = {.ts = 2'000'000'000, .polls = 19'999, .late = 12, .missed = 3, .handoffs_seen = 4321,
+    original = {.ts = 2'000'000'000,
+                .polls = 19'999,
+                .late = 12,
+                .missed = 3,
+                .handoffs_seen = 4321,
                 .handoffs_total = 4400};
   }
   TempDir dir;
@@ -493,7 +515,8 @@ raw::ReadResult read_salvaging(const std::string& text, size_t* records) {
 
 }  // namespace
 
-TEST_CASE("raw format: one bad byte in a finished file is corruption at its offset, not an unfinished recording") {
+TEST_CASE(
+    "raw format: one bad byte in a finished file is corruption at its offset, not an unfinished recording") {
   TempDir dir;
   std::string text = finished_file(dir);
   // A byte in the middle of the events that breaks the JSON: '[' of an event line turned into '@'.
@@ -557,13 +580,12 @@ TEST_CASE("raw format: damage in an unfinished file is still corruption; only a 
   check_bad_input(text, "corrupt at byte offset " + std::to_string(text.size() / 2), ErrorKind::kCorrupt);
 }
 
-TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps events in memory when writes fail") {
+TEST_CASE(
+    "raw format: the Writer refuses links and a second writer, and keeps events in memory when writes fail") {
   TempDir dir;
   const fs::path final_path = dir.path / "GIL_31337_rank_5.json";
   const fs::path victim = dir.path / "victim";
-  {
-    std::ofstream(victim) << "precious";
-  }
+  { std::ofstream(victim) << "precious"; }
   SUBCASE("a link at the .partial or the final name") {
     for (const fs::path& link : {fs::path(final_path.string() + ".partial"), final_path}) {
       fs::create_symlink(victim, link);
@@ -593,7 +615,8 @@ TEST_CASE("raw format: the Writer refuses links and a second writer, and keeps e
     CHECK(rb.result.complete);
     CHECK(rb.records.size() == 1);
   }
-  SUBCASE("writes that fail (file size limit: like a full disk) are retried; past the bound events are lost") {
+  SUBCASE(
+      "writes that fail (file size limit: like a full disk) are retried; past the bound events are lost") {
     raw::Writer w(final_path.string(), sample_meta(), {.max_pending_bytes = 4096});
     REQUIRE(w.flush() == std::nullopt);
     const size_t header = fs::file_size(w.partial_path());

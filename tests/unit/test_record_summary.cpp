@@ -275,7 +275,8 @@ TEST_CASE("record summary: target text reaches the terminal escaped") {
   CHECK(contains(text, "thread 100 (\\x1B]0;pwned\\x07"));  // then cut to the column's width
 }
 
-TEST_CASE("record summary: a stopped process, missing events and a thread cap are said, only when they happen") {
+TEST_CASE(
+    "record summary: a stopped process, missing events and a thread cap are said, only when they happen") {
   Recorded r = recording(2);
   std::string text = summary_text(r);
   CHECK_FALSE(contains(text, "stopped (SIGSTOP"));
@@ -311,7 +312,8 @@ TEST_CASE("record summary: each thread's ±95 from its ends' standard errors; wi
   r.summary.add(gilspy::raw::ThreadStart{.tid = 100, .ts = 0, .tstate = 2, .name = "sure"});
   r.summary.add(gilspy::raw::ThreadStart{.tid = 101, .ts = 0, .tstate = 3, .name = "unsure"});
   r.summary.add(gilspy::raw::ThreadStart{.tid = 102, .ts = 0, .tstate = 4, .name = "older file"});
-  for (const int64_t tid : {100, 101, 102}) r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 0, .dur = kSecond});
+  for (const int64_t tid : {100, 101, 102})
+    r.summary.add(gilspy::raw::Hold{.tid = tid, .ts = 0, .dur = kSecond});
   // Over 10 s: se 10 ms -> 1.96 * 0.1 % = ±0.2 points; se 60 ms -> ±1.2 points; none -> not known.
   r.summary.add(gilspy::raw::ThreadEnd{.tid = 100, .ts = 10 * kSecond, .state_se_ns = 10'000'000});
   r.summary.add(gilspy::raw::ThreadEnd{.tid = 101, .ts = 10 * kSecond, .state_se_ns = 60'000'000});
@@ -327,8 +329,9 @@ TEST_CASE("record summary: each thread's ±95 from its ends' standard errors; wi
   CHECK(contains(row("sure"), " 0.2 "));
   CHECK(contains(row("unsure"), " 1.2 "));
   CHECK(contains(row("older file"), " ? "));
-  CHECK(contains(text, "note: the shares of thread 101 are only known to ±1.2 points (over 1): record longer or "
-                       "raise the rate (-r)"));
+  CHECK(contains(text,
+                 "note: the shares of thread 101 are only known to ±1.2 points (over 1): record longer or "
+                 "raise the rate (-r)"));
   // The raw file's summary says the same: 1.96 * 60 ms / 10 s, and null where not known.
   const auto json = r.summary.to_json(10000, r.loop);
   for (const auto& t : json.at("threads")) {

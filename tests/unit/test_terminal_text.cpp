@@ -1,5 +1,5 @@
-// gilspy top: target-controlled text (thread names, commands) must reach the terminal inert, and widths must be
-// counted in columns so that no rendered line overflows.
+// gilspy top: target-controlled text (thread names, commands) must reach the terminal inert, and widths must
+// be counted in columns so that no rendered line overflows.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -15,9 +15,9 @@ using gilspy::fit_with_marker;
 TEST_CASE("escape: printable ASCII and valid UTF-8 pass unchanged") {
   CHECK(escape_for_terminal("MainThread") == "MainThread");
   CHECK(escape_for_terminal("Thread-1 (worker)") == "Thread-1 (worker)");
-  CHECK(escape_for_terminal("caf\xC3\xA9") == "caf\xC3\xA9");                // é
+  CHECK(escape_for_terminal("caf\xC3\xA9") == "caf\xC3\xA9");                            // é
   CHECK(escape_for_terminal("\xE6\x97\xA5\xE6\x9C\xAC") == "\xE6\x97\xA5\xE6\x9C\xAC");  // 日本
-  CHECK(escape_for_terminal("\xF0\x9F\x90\x8D") == "\xF0\x9F\x90\x8D");      // 🐍
+  CHECK(escape_for_terminal("\xF0\x9F\x90\x8D") == "\xF0\x9F\x90\x8D");                  // 🐍
   CHECK(escape_for_terminal("") == "");
 }
 
@@ -30,21 +30,24 @@ TEST_CASE("escape: control characters become visible") {
 }
 
 TEST_CASE("escape: C1 controls, bidi overrides and invisible characters become visible") {
-  CHECK(escape_for_terminal("\xC2\x9B" "31m") == "\\u009B31m");  // 8-bit CSI
+  CHECK(escape_for_terminal("\xC2\x9B"
+                            "31m") == "\\u009B31m");                              // 8-bit CSI
   CHECK(escape_for_terminal("evil\xE2\x80\xAEtxt.exe") == "evil\\u202Etxt.exe");  // RIGHT-TO-LEFT OVERRIDE
-  CHECK(escape_for_terminal("\xE2\x81\xA6x\xE2\x81\xA9") == "\\u2066x\\u2069");     // isolates
-  CHECK(escape_for_terminal("a\xE2\x80\x8B" "b") == "a\\u200Bb");                  // zero width space
-  CHECK(escape_for_terminal("\xEF\xBB\xBFname") == "\\uFEFFname");                 // BOM
-  CHECK(escape_for_terminal("l1\xE2\x80\xA8l2") == "l1\\u2028l2");                  // LINE SEPARATOR
+  CHECK(escape_for_terminal("\xE2\x81\xA6x\xE2\x81\xA9") == "\\u2066x\\u2069");   // isolates
+  CHECK(escape_for_terminal("a\xE2\x80\x8B"
+                            "b") == "a\\u200Bb");                   // zero width space
+  CHECK(escape_for_terminal("\xEF\xBB\xBFname") == "\\uFEFFname");  // BOM
+  CHECK(escape_for_terminal("l1\xE2\x80\xA8l2") == "l1\\u2028l2");  // LINE SEPARATOR
 }
 
 TEST_CASE("escape: invalid UTF-8 is shown byte by byte") {
   CHECK(escape_for_terminal("\xFF\xFE") == "\\xFF\\xFE");
-  CHECK(escape_for_terminal("a\x80" "b") == "a\\x80b");             // stray continuation
-  CHECK(escape_for_terminal("\xC0\xAF") == "\\xC0\\xAF");           // overlong '/'
-  CHECK(escape_for_terminal("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate
+  CHECK(escape_for_terminal("a\x80"
+                            "b") == "a\\x80b");                              // stray continuation
+  CHECK(escape_for_terminal("\xC0\xAF") == "\\xC0\\xAF");                    // overlong '/'
+  CHECK(escape_for_terminal("\xED\xA0\x80") == "\\xED\\xA0\\x80");           // a surrogate
   CHECK(escape_for_terminal("\xF4\x90\x80\x80") == "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
-  CHECK(escape_for_terminal("ok\xE6\x97") == "ok\\xE6\\x97");       // cut in the middle of a character
+  CHECK(escape_for_terminal("ok\xE6\x97") == "ok\\xE6\\x97");  // cut in the middle of a character
 }
 
 TEST_CASE("escape: random bytes never leave a control byte or an ESC") {

@@ -1,5 +1,5 @@
-// gilspy top, window aggregation: synthetic event streams whose figures are worked out by hand in the comments,
-// so a wrong clip, a double count or a lost stretch shows as a wrong number.
+// gilspy top, window aggregation: synthetic event streams whose figures are worked out by hand in the
+// comments, so a wrong clip, a double count or a lost stretch shows as a wrong number.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -14,7 +14,9 @@ using top::Role;
 namespace unit_top_model {
 namespace {
 
-constexpr int64_t ms(double v) { return static_cast<int64_t>(v * 1'000'000); }
+constexpr int64_t ms(double v) {
+  return static_cast<int64_t>(v * 1'000'000);
+}
 constexpr uint32_t kId = 7;
 constexpr int64_t kTid = 101, kTid2 = 102;
 
@@ -73,8 +75,8 @@ TEST_CASE("top model: a thread's share is of its lifetime inside the window") {
   const auto* t = find(s, kTid2);
   REQUIRE(t);
   CHECK(t->interval.lifetime_ns == ms(500));
-  CHECK(t->interval.hold_share == doctest::Approx(0.5));   // 250 of 500 ms
-  CHECK(t->interval.holds_per_s == doctest::Approx(2.0));  // 1 hold in half a second
+  CHECK(t->interval.hold_share == doctest::Approx(0.5));                   // 250 of 500 ms
+  CHECK(t->interval.holds_per_s == doctest::Approx(2.0));                  // 1 hold in half a second
   CHECK(s.processes[0].interval.gil_busy_share == doctest::Approx(0.25));  // of the process's 1 s
 }
 
@@ -88,8 +90,8 @@ TEST_CASE("top model: an interval straddling two windows is split between them")
   CHECK(s2.interval_start_ns == ms(1000));
   CHECK(t->interval.hold_share == doctest::Approx(0.4));  // the 400 ms after 1 s, of 1 s
   CHECK(t->interval.holds == 1);
-  CHECK(t->interval.longest_hold_ns == ms(600));          // a hold's length is its full length
-  CHECK(t->total.hold_share == doctest::Approx(0.3));     // all 600 ms of 2 s
+  CHECK(t->interval.longest_hold_ns == ms(600));       // a hold's length is its full length
+  CHECK(t->total.hold_share == doctest::Approx(0.3));  // all 600 ms of 2 s
   CHECK(s2.processes[0].total.gil_busy_share == doctest::Approx(0.3));
 }
 
@@ -230,7 +232,7 @@ TEST_CASE("top model: waiters are averaged over time") {
   s = m.snapshot(ms(2000));
   CHECK(*s.processes[0].interval.mean_waiters == doctest::Approx(2.0));  // 0 for 0.5 s, then 4 for 0.5 s
   CHECK(*s.processes[0].interval.max_waiters == 4);
-  CHECK(*s.processes[0].total.mean_waiters == doctest::Approx(1.5));    // (1 s x 1 + 1 s x 2) / 2 s
+  CHECK(*s.processes[0].total.mean_waiters == doctest::Approx(1.5));  // (1 s x 1 + 1 s x 2) / 2 s
   s = m.snapshot(ms(3000));
   CHECK(*s.processes[0].interval.mean_waiters == doctest::Approx(4.0));  // carried over
   CHECK(*s.processes[0].interval.max_waiters == 4);

@@ -46,8 +46,10 @@ int64_t overlap(const Interval& i, int64_t a, int64_t b) {
 void feed(top::TopModel& m, const std::vector<Interval>& tl, int64_t from, int64_t to, bool tick_at_to) {
   for (const Interval& i : tl) {
     if (i.end > from && i.end <= to && i.role != top::Role::kReleased) {
-      if (i.role == top::Role::kHolding) m.hold(kId, kTid, i.start, i.end - i.start);
-      else m.wait(kId, kTid, i.start, i.end - i.start);
+      if (i.role == top::Role::kHolding)
+        m.hold(kId, kTid, i.start, i.end - i.start);
+      else
+        m.wait(kId, kTid, i.start, i.end - i.start);
     }
   }
   if (!tick_at_to) return;

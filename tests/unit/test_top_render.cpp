@@ -1,6 +1,7 @@
-// gilspy top, rendering: hand-built snapshots through the screen, batch and JSON renderers. The promises under
-// test: no line wider than the terminal, no more lines than rows, narrow terminals lose columns (least important
-// first) instead of wrapping, target text never reaches the terminal raw, batch output has no escape code.
+// gilspy top, rendering: hand-built snapshots through the screen, batch and JSON renderers. The promises
+// under test: no line wider than the terminal, no more lines than rows, narrow terminals lose columns (least
+// important first) instead of wrapping, target text never reaches the terminal raw, batch output has no
+// escape code.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -171,7 +172,9 @@ TEST_CASE("render: a narrow terminal drops the least important columns, a wide o
 TEST_CASE("render: thread names and commands reach the screen escaped") {
   top::TopSnapshot s = sample(1);
   s.processes[0].threads[0].name = "\x1b[2J\x1b]0;owned\x07";
-  s.processes[0].command = "python3 \xE2\x80\xAE" "evil\r\n";
+  s.processes[0].command =
+      "python3 \xE2\x80\xAE"
+      "evil\r\n";
   for (const bool colour : {false, true}) {
     const auto lines = top::render_screen(s, {200, 24, top::SortKey::kHold, false, colour, false});
     std::string all;
@@ -274,7 +277,8 @@ TEST_CASE("render: batch text has every process and thread and no escape code") 
   CHECK(text.find('\x1b') == std::string::npos);
   for (const auto& p : s.processes) {
     CHECK(text.find("pid " + std::to_string(p.pid)) != std::string::npos);
-    for (const auto& t : p.threads) CHECK(text.find(std::to_string(t.tid) + " " + t.name) != std::string::npos);
+    for (const auto& t : p.threads)
+      CHECK(text.find(std::to_string(t.tid) + " " + t.name) != std::string::npos);
   }
   CHECK(text.find("MEAN HOLD") != std::string::npos);
   CHECK(text.back() == '\n');

@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/error.hpp"
 #include "cli/top/keys.hpp"
 #include "cli/top/terminal.hpp"
-#include "base/error.hpp"
 
 namespace top = gilspy::top;
 
@@ -52,13 +52,15 @@ struct Pty {
 
 std::size_t count(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;
-  for (std::size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  for (std::size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1))
+    ++n;
   return n;
 }
 
 }  // namespace
 
-TEST_CASE("terminal guard: key-at-a-time on the alternate screen, everything restored, restore twice is safe") {
+TEST_CASE(
+    "terminal guard: key-at-a-time on the alternate screen, everything restored, restore twice is safe") {
   Pty pty;
   if (!pty.ok) {
     MESSAGE("no pseudo-terminal on this machine; guard test skipped");
@@ -143,15 +145,15 @@ TEST_CASE("write_all writes everything") {
 
 TEST_CASE("keys: commands decoded, escape sequences skipped whole") {
   using K = top::Key;
-  CHECK(top::decode_keys("hwitprq") ==
-        std::vector<K>{K::kSortHold, K::kSortWait, K::kSortTid, K::kToggleTotals, K::kTogglePause, K::kReset,
-                       K::kQuit});
+  CHECK(top::decode_keys("hwitprq") == std::vector<K>{K::kSortHold, K::kSortWait, K::kSortTid,
+                                                      K::kToggleTotals, K::kTogglePause, K::kReset,
+                                                      K::kQuit});
   CHECK(top::decode_keys("Q") == std::vector<K>{K::kQuit});
   CHECK(top::decode_keys("x1 \n").empty());
   CHECK(top::decode_keys("\x1b[A\x1b[1;5Pq").size() == 1);  // arrow up, Ctrl+F1, then q
-  CHECK(top::decode_keys("\x1bOP").empty());                   // F1 is not 'p'
-  CHECK(top::decode_keys("\x1bp").empty());                    // Alt+p is not p
-  CHECK(top::decode_keys("\x1b[").empty());                    // a cut sequence
+  CHECK(top::decode_keys("\x1bOP").empty());                // F1 is not 'p'
+  CHECK(top::decode_keys("\x1bp").empty());                 // Alt+p is not p
+  CHECK(top::decode_keys("\x1b[").empty());                 // a cut sequence
   CHECK(top::decode_keys("\x1b").empty());
 }
 
