@@ -276,76 +276,105 @@ bool ProcessSampler::poll(int64_t t_now, int64_t t_from) {
 bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   if (gone_) return false;
   if (exact_) exact_->drain(t_now, exact_sink_);
-  // 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs
-  //    (the kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
-  size_t nregions = 0;
-  const bool gc_now = gc_.wants_read(t_now);  // the GC state too (with the GIL where they lie together)
-  const bool in_span = gc_now && !span_bytes_.empty();
-  regions_[nregions++] = in_span ? ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()}
-                                 : ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
-  const bool watching = watched_ >= 0 && tracks_[watched_].active;
-  if (watching) regions_[nregions++] = {walker_.identity_addr(tracks_[watched_].ref), &watched_word_, 8};
-  const size_t core = nregions;  // then the GC state, in the same read
-  if (gc_now) nregions += gc_.add_regions(std::span<ReadRegion>(regions_).subspan(nregions));
-  size_t got = 0;
+  const PollRead r = read_state(t_now);
+  if (r.outcome != PollRead::kRead) return r.outcome == PollRead::kTryAgain;
+  const RemoteBytes gil_read =
+      r.in_span ? RemoteBytes(span_bytes_).subspan(gil_in_span_, gil_bytes_.size()) : RemoteBytes(gil_bytes_);
+  const std::optional<GilSample> decoded = decode_gil(gil_read, interp_.layout.gil);
+  // The table's fields lie inside its own size (checked at attach): never true; nothing decided.
+  if (!decoded) return true;
+  const GilSample& g = *decoded;
+  if (!started_) start_with(g, t_now);
+  const int64_t t_mid = t_from < 0 ? t_prev_ + (t_now - t_prev_) / 2 : std::clamp(t_from, t_prev_, t_now);
+  holding_changed_ = false;
+  bool dirty = false;
+  int last = -1;  // the last holder's track; the holder's when the GIL is locked
+  if (!upkeep_threads(g, r, t_now, t_mid, &dirty, &last)) return false;
+  const int holder = g.locked == 1 ? last : -1;
+  if (g.holder() != 0 && holder < 0) counters_.unknown_holder_polls.fetch_add(1, std::memory_order_relaxed);
+  uint64_t seen = 0;
+  const uint64_t delta = count_handoffs(g, t_now, &seen);
+  assign_roles(holder, g, delta, t_now, t_mid);
+  observe_gc(holder, r.gc_now, r.got == r.nregions, t_now);
+  note_activity(g, delta, dirty, t_now, t_mid);
+  note_uncertainty(g, delta > seen, t_now - t_prev_);
+  if (stacks_) stacks_->after_poll(t_now, holder, g.switch_number);
+  holder_ = holder;
+  watched_ = last;
+  prev_ = g;
+  t_prev_ = t_now;
+  if (thread_counters_ != nullptr) thread_counters_->after_poll(t_now);
+  return true;
+}
+
+// 1. One read: the GIL struct and the identity word of the thread that held it last. Every region costs (the
+//    kernel pins a page per region), so the other threads are checked at hand-offs and re-walks only.
+ProcessSampler::PollRead ProcessSampler::read_state(int64_t t_now) {
+  PollRead r;
+  r.gc_now = gc_.wants_read(t_now);  // the GC state too (with the GIL where they lie together)
+  r.in_span = r.gc_now && !span_bytes_.empty();
+  regions_[r.nregions++] = r.in_span ? ReadRegion{span_addr_, span_bytes_.data(), span_bytes_.size()}
+                                     : ReadRegion{interp_.gil_addr, gil_bytes_.data(), gil_bytes_.size()};
+  r.watching = watched_ >= 0 && tracks_[watched_].active;
+  if (r.watching) regions_[r.nregions++] = {walker_.identity_addr(tracks_[watched_].ref), &watched_word_, 8};
+  r.core = r.nregions;  // then the GC state, in the same read
+  if (r.gc_now) r.nregions += gc_.add_regions(std::span<ReadRegion>(regions_).subspan(r.nregions));
   try {
-    got = reader_.read({regions_.data(), nregions});
+    r.got = reader_.read({regions_.data(), r.nregions});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNoSuchProcess) throw;
     end_cause_ = TargetEnd::kExited;
     finish(started_ ? t_prev_ : t_now);
-    return false;
+    return {.outcome = PollRead::kEnded};
   }
-  if (got == 0) {
-    // The GIL is unreadable: the interpreter is being torn down while the process lives on. A moment of that
-    // is tolerated; a whole unreadable second ends this target like an exit (intervals closed at the last
-    // good poll), instead of recording nothing for ever.
-    if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
-    if (t_now - unreadable_since_ns_ >= kUnreadableLimitNs) {
-      // Once per target (allocates): did the program image change under us?
-      const auto image = process_image_id(interp_.pid);
-      bool ended = false;
-      process_stat_.state(&ended);  // its pid reused by another process: it exited, it did not exec
-      end_cause_ = !image || ended                     ? TargetEnd::kExited
-                   : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
-                                                       : TargetEnd::kInterpreterGone;
-      finish(started_ ? t_prev_ : t_now);
-      return false;
-    }
-    return true;
-  }
+  if (r.got == 0) return {.outcome = unreadable(t_now) ? PollRead::kEnded : PollRead::kTryAgain};
   unreadable_since_ns_ = -1;
   counters_.polls.fetch_add(1, std::memory_order_relaxed);
-  const RemoteBytes gil_read =
-      in_span ? RemoteBytes(span_bytes_).subspan(gil_in_span_, gil_bytes_.size()) : RemoteBytes(gil_bytes_);
-  const std::optional<GilSample> decoded = decode_gil(gil_read, interp_.layout.gil);
-  // The table's fields lie inside its own size (checked by the layout tests): never true; nothing decided.
-  if (!decoded) return true;
-  const GilSample& g = *decoded;
-  if (!started_) {
-    prev_ = g;
-    t_prev_ = t_now;
-    first_poll_ns_ = t_now;
-    started_ = true;
-    rewalk(t_now);
-    last_walk_ns_ = t_now;
-    emit(raw::Waiters{.ts = t_now, .n = g.waiters});  // the counter starts with a value, then changes
-  }
-  const int64_t t_mid = t_from < 0 ? t_prev_ + (t_now - t_prev_) / 2 : std::clamp(t_from, t_prev_, t_now);
-  holding_changed_ = false;
+  return r;
+}
 
-  // 2. Thread list upkeep: a vanished or reused thread state (its identity word changed), an unknown holder,
-  //    or time. A thread state freed and reused by a new thread can become the holder again without moving
-  //    last_holder or switch_number, which is why the last holder's identity is read at every poll.
-  bool dirty = got < core || (watching && watched_word_ != tracks_[watched_].identity);
-  int last = find_track(g.last_holder);  // the last holder's track; the holder's when the GIL is locked
+// The GIL is unreadable: the interpreter is being torn down while the process lives on. A moment of that is
+// tolerated; a whole unreadable second ends this target like an exit (intervals closed at the last good
+// poll), instead of recording nothing for ever. True when it ended.
+bool ProcessSampler::unreadable(int64_t t_now) {
+  if (unreadable_since_ns_ < 0) unreadable_since_ns_ = t_now;
+  if (t_now - unreadable_since_ns_ < kUnreadableLimitNs) return false;
+  // Once per target (allocates): did the program image change under us?
+  const auto image = process_image_id(interp_.pid);
+  bool ended = false;
+  process_stat_.state(&ended);  // its pid reused by another process: it exited, it did not exec
+  end_cause_ = !image || ended                     ? TargetEnd::kExited
+               : image_id_ && *image != *image_id_ ? TargetEnd::kExeced
+                                                   : TargetEnd::kInterpreterGone;
+  finish(started_ ? t_prev_ : t_now);
+  return true;
+}
+
+void ProcessSampler::start_with(const GilSample& g, int64_t t_now) {
+  prev_ = g;
+  t_prev_ = t_now;
+  first_poll_ns_ = t_now;
+  started_ = true;
+  rewalk(t_now);
+  last_walk_ns_ = t_now;
+  emit(raw::Waiters{.ts = t_now, .n = g.waiters});  // the counter starts with a value, then changes
+}
+
+// 2. Thread list upkeep: a vanished or reused thread state (its identity word changed), an unknown holder, or
+//    time. A thread state freed and reused by a new thread can become the holder again without moving
+//    last_holder or switch_number, which is why the last holder's identity is read at every poll. False when
+//    the process turned out to have ended.
+bool ProcessSampler::upkeep_threads(const GilSample& g, const PollRead& r, int64_t t_now, int64_t t_mid,
+                                    bool* dirty_out, int* last_out) {
+  bool dirty = r.got < r.core || (r.watching && watched_word_ != tracks_[watched_].identity);
+  int last = find_track(g.last_holder);
   if (!dirty && g.last_holder != 0) {
     if (last < 0) {
       dirty = true;
     } else if (last != watched_) {
       uint64_t word = 0;
-      const ReadRegion r{walker_.identity_addr(tracks_[last].ref), &word, 8};
-      dirty = reader_.read({&r, 1}) != 1 || word != tracks_[last].identity;
+      const ReadRegion one{walker_.identity_addr(tracks_[last].ref), &word, 8};
+      dirty = reader_.read({&one, 1}) != 1 || word != tracks_[last].identity;
     }
   }
   if (walk_incomplete_) dirty = true;
@@ -371,10 +400,13 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
     last_walk_ns_ = t_now;
     last = find_track(g.last_holder);  // slots may have changed
   }
-  const int holder = g.locked == 1 ? last : -1;
-  if (g.holder() != 0 && holder < 0) counters_.unknown_holder_polls.fetch_add(1, std::memory_order_relaxed);
+  *dirty_out = dirty;
+  *last_out = last;
+  return true;
+}
 
-  // 3. Hand-offs: switch_number counts every take by a different thread; we saw one if a new holder is there.
+// 3. Hand-offs: switch_number counts every take by a different thread; we saw one if a new holder is there.
+uint64_t ProcessSampler::count_handoffs(const GilSample& g, int64_t t_now, uint64_t* seen_out) {
   const uint64_t moved = g.switch_number - prev_.switch_number;  // modulo 2^64: backwards reads as huge
   const uint64_t most = 1 + static_cast<uint64_t>(std::max<int64_t>(0, t_now - t_prev_) / kMinTakeNs);
   const bool possible = moved <= most;
@@ -383,10 +415,15 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   const uint64_t seen = (g.locked == 1 && g.last_holder != prev_.last_holder && delta > 0) ? 1 : 0;
   counters_.handoffs_total.fetch_add(delta, std::memory_order_relaxed);
   counters_.handoffs_seen.fetch_add(seen, std::memory_order_relaxed);
+  *seen_out = seen;
+  return delta;
+}
 
-  // 4. Every thread but the holder is classified afresh at every poll, from the cond's count and, where that
-  //    does not decide, the kernel: a role is never carried from one poll to the next, so a misread lasts one
-  //    poll and the shares stay right at any poll rate.
+// 4. Every thread but the holder is classified afresh at every poll, from the cond's count and, where that
+//    does not decide, the kernel: a role is never carried from one poll to the next, so a misread lasts one
+//    poll and the shares stay right at any poll rate.
+void ProcessSampler::assign_roles(int holder, const GilSample& g, uint64_t delta, int64_t t_now,
+                                  int64_t t_mid) {
   if (holder >= 0) {
     Track& t = tracks_[holder];
     if (t.role == GilRole::kHolding && delta > 0) {
@@ -397,12 +434,15 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
   }
   classify(holder, g, delta, t_now, t_mid);
   if (g.waiters != prev_.waiters) emit(raw::Waiters{.ts = t_now, .n = g.waiters});
-  // 6. The garbage collector, read with the GIL: a collection began, ended, or ran unseen between polls.
+}
+
+// 5. The garbage collector, read with the GIL: a collection began, ended, or ran unseen between polls.
+void ProcessSampler::observe_gc(int holder, bool gc_now, bool read_whole, int64_t t_now) {
   GcTracker::Holder collector;
   if (holder >= 0 && tracks_[holder].role == GilRole::kHolding) {
     collector = {.slot = holder, .tid = tracks_[holder].ref.tid, .hold_since = tracks_[holder].since_ns};
   }
-  if (gc_now) gc_.observe(got == nregions, t_now, collector);
+  if (gc_now) gc_.observe(read_whole, t_now, collector);
   if (gc_.closing()) {
     for (const uint16_t i : active_) {
       if (tracks_[i].role == GilRole::kWaiting) gc_.open_wait(i, tracks_[i].since_ns);
@@ -410,15 +450,6 @@ bool ProcessSampler::poll_once(int64_t t_now, int64_t t_from) {
     gc_.close();
   }
   activity_.collecting = gc_.collecting();
-  note_activity(g, delta, dirty, t_now, t_mid);
-  note_uncertainty(g, delta > seen, t_now - t_prev_);
-  if (stacks_) stacks_->after_poll(t_now, holder, g.switch_number);
-  holder_ = holder;
-  watched_ = last;
-  prev_ = g;
-  t_prev_ = t_now;
-  if (thread_counters_ != nullptr) thread_counters_->after_poll(t_now);
-  return true;
 }
 
 void ProcessSampler::note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now,

@@ -189,6 +189,20 @@ class ProcessSampler {
   };
 
   bool poll_once(int64_t t_now, int64_t t_from);     // poll() but for a target that exits under it
+  // poll_once's steps, in order (process_sampler.cpp says what each decides)
+  struct PollRead {
+    enum Outcome { kRead, kTryAgain, kEnded } outcome = kRead;
+    size_t nregions = 0, core = 0, got = 0;  // regions asked, of them the GIL's and the watch's, read
+    bool gc_now = false, in_span = false, watching = false;
+  };
+  PollRead read_state(int64_t t_now);
+  bool unreadable(int64_t t_now);
+  void start_with(const GilSample& g, int64_t t_now);
+  bool upkeep_threads(const GilSample& g, const PollRead& r, int64_t t_now, int64_t t_mid, bool* dirty,
+                      int* last);
+  uint64_t count_handoffs(const GilSample& g, int64_t t_now, uint64_t* seen);
+  void assign_roles(int holder, const GilSample& g, uint64_t delta, int64_t t_now, int64_t t_mid);
+  void observe_gc(int holder, bool gc_now, bool read_whole, int64_t t_now);
   void rewalk(int64_t t_mid, bool changed = false);  // changed: the list is known to differ from the last
   // Notes whether the whole process is stopped (SIGSTOP, a debugger). Returns false when the process we
   // attached to has ended, whoever has its pid now.
