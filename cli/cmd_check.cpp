@@ -1,8 +1,11 @@
 // `gilspy check`: how right the sampler is on the user's own workload. The same window recorded both ways at
 // once: the default sampler as `record` runs it, and --exact's probes added up beside it (check_report.hpp).
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <optional>
 
@@ -87,7 +90,10 @@ Runner add_check_command(CLI::App& app) {
     // The target's CPU, read from an untraced stretch before attaching to past the window (a launched
     // program has none: not measured). The stretch is part of check's time: -d + about 1 s.
     std::optional<CheckCpuWatch> cpu;
-    if (!opts->pids.empty()) {
+    // A pid that is not there gets its one-line error at once, not after the untraced stretch.
+    const bool all_there = std::all_of(opts->pids.begin(), opts->pids.end(),
+                                       [](int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; });
+    if (!opts->pids.empty() && all_there) {
       cpu.emplace(std::vector<pid_t>(opts->pids.begin(), opts->pids.end()), kUntracedSeconds);
       opts->check_cpu = &*cpu;
     }

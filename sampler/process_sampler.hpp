@@ -188,7 +188,7 @@ class ProcessSampler {
     double var_ns2 = 0;            // the variance of its time in each state so far (note_uncertainty())
   };
 
-  bool poll_once(int64_t t_now, int64_t t_from);     // poll() but for a target that exits under it
+  bool poll_once(int64_t t_now, int64_t t_from);  // poll() but for a target that exits under it
   // poll_once's steps, in order (process_sampler.cpp says what each decides)
   struct PollRead {
     enum Outcome { kRead, kTryAgain, kEnded } outcome = kRead;
