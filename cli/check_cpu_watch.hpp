@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cli/check_report.hpp"
-#include "sampler/process_cpu.hpp"
+#include "sampler/proc/process_cpu.hpp"
 
 namespace gilspy::cli {
 

@@ -12,9 +12,9 @@
 #include "cli/commands.hpp"
 #include "cli/process_discovery.hpp"
 #include "cli/version_policy.hpp"
-#include "sampler/attach.hpp"
-#include "sampler/task_syscall.hpp"
-#include "sampler/threads.hpp"
+#include "sampler/proc/task_syscall.hpp"
+#include "sampler/target/attach.hpp"
+#include "sampler/target/threads.hpp"
 
 namespace gilspy::cli {
 namespace {

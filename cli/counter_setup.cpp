@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "sampler/threads.hpp"
+#include "sampler/target/threads.hpp"
 
 namespace gilspy::cli {
 

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "raw/records.hpp"
-#include "sampler/perf_counters.hpp"
-#include "sampler/process_sampler.hpp"
-#include "sampler/record_queue.hpp"
-#include "sampler/thread_counters.hpp"
+#include "sampler/counters/perf_counters.hpp"
+#include "sampler/counters/thread_counters.hpp"
+#include "sampler/gil/process_sampler.hpp"
+#include "sampler/queue/record_queue.hpp"
 
 namespace gilspy::cli {
 

@@ -12,7 +12,7 @@
 
 #include "base/clock.hpp"
 #include "base/error.hpp"
-#include "sampler/attach.hpp"
+#include "sampler/target/attach.hpp"
 
 namespace gilspy::cli {
 

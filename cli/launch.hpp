@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "sampler/interpreter.hpp"
-#include "sampler/memory_reader.hpp"
+#include "sampler/remote/memory_reader.hpp"
+#include "sampler/target/interpreter.hpp"
 
 namespace gilspy::cli {
 

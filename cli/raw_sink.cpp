@@ -15,7 +15,7 @@
 #include "base/output_file.hpp"
 #include "convert/chrome_trace.hpp"
 #include "gilspy_version.hpp"
-#include "sampler/process_sampler.hpp"
+#include "sampler/gil/process_sampler.hpp"
 
 namespace gilspy::cli {
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "sampler/interpreter.hpp"
+#include "sampler/target/interpreter.hpp"
 
 namespace gilspy::cli {
 

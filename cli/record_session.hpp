@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sampler/poll_loop.hpp"
+#include "sampler/loop/poll_loop.hpp"
 
 #include "cli/session.hpp"
 

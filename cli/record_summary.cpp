@@ -12,8 +12,8 @@
 #include "cli/stack_summary_text.hpp"
 #include "cli/summary_table.hpp"
 #include "cli/summary_text.hpp"
-#include "sampler/process_sampler.hpp"
-#include "sampler/threads.hpp"
+#include "sampler/gil/process_sampler.hpp"
+#include "sampler/target/threads.hpp"
 
 namespace gilspy::cli {
 

@@ -25,11 +25,11 @@
 #include "cli/counter_setup.hpp"
 #include "cli/launch.hpp"
 #include "cli/process_discovery.hpp"
-#include "sampler/attach.hpp"
 #include "sampler/exact/exact_tracer.hpp"
 #include "sampler/exact/probe_cost.hpp"
-#include "sampler/ns_tids.hpp"
-#include "sampler/task_syscall.hpp"
+#include "sampler/proc/ns_tids.hpp"
+#include "sampler/proc/task_syscall.hpp"
+#include "sampler/target/attach.hpp"
 
 namespace gilspy::cli {
 

@@ -17,7 +17,7 @@
 
 #include "cli/sink.hpp"
 #include "raw/counter_kinds.hpp"
-#include "sampler/poll_loop.hpp"
+#include "sampler/loop/poll_loop.hpp"
 
 namespace boost::asio {
 class io_context;

@@ -10,9 +10,9 @@
 
 #include "raw/records.hpp"
 #include "raw/summary.hpp"
-#include "sampler/interpreter.hpp"
-#include "sampler/poll_loop.hpp"
-#include "sampler/process_sampler.hpp"
+#include "sampler/gil/process_sampler.hpp"
+#include "sampler/loop/poll_loop.hpp"
+#include "sampler/target/interpreter.hpp"
 
 namespace gilspy::cli {
 

@@ -6,7 +6,7 @@
 
 #include "base/error.hpp"
 #include "cli/commands.hpp"
-#include "sampler/perf_counters.hpp"
+#include "sampler/counters/perf_counters.hpp"
 
 namespace gilspy::cli {
 

@@ -11,7 +11,7 @@
 
 #include "cli/session.hpp"
 #include "raw/counter_kinds.hpp"
-#include "sampler/poll_loop.hpp"
+#include "sampler/loop/poll_loop.hpp"
 
 namespace gilspy::cli {
 

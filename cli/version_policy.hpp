@@ -2,7 +2,7 @@
 // What to do with an interpreter newer than gilspy knows whose _Py_DebugOffsets read and validated with the
 // newest decoder (cpython_layouts/debug_offsets.hpp): record it with a one-line warning, or, with
 // --strict-version, refuse it.
-#include "sampler/interpreter.hpp"
+#include "sampler/target/interpreter.hpp"
 
 namespace gilspy::cli {
 

@@ -18,8 +18,8 @@
 
 #include "base/clock.hpp"
 #include "base/error.hpp"
-#include "sampler/attach.hpp"
-#include "sampler/process_sampler.hpp"
+#include "sampler/gil/process_sampler.hpp"
+#include "sampler/target/attach.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "base/address_range.hpp"
 #include "base/error.hpp"
-#include "sampler/memory_reader.hpp"
+#include "sampler/remote/memory_reader.hpp"
 
 namespace gilspy::sampler {
 

@@ -8,8 +8,8 @@
 
 #include "base/byte_fields.hpp"
 #include "cpython_layouts/layout.hpp"
-#include "sampler/gc_sample.hpp"
-#include "sampler/gil_sample.hpp"
+#include "sampler/gc/gc_sample.hpp"
+#include "sampler/target/gil_sample.hpp"
 
 namespace unit_byte_fields {
 

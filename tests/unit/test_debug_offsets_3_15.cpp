@@ -19,7 +19,7 @@
 #include "elfutils/elf_image.hpp"
 #include "elfutils/glibc_version.hpp"
 #include "elfutils/python_binary.hpp"
-#include "sampler/gil_sample.hpp"
+#include "sampler/target/gil_sample.hpp"
 
 namespace gl = gilspy::layouts;
 using gilspy::Error;

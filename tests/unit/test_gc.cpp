@@ -24,8 +24,8 @@
 #include "raw/gc_lines.hpp"
 #include "raw/raw_format.hpp"
 #include "raw/summary.hpp"
-#include "sampler/gc_sample.hpp"
-#include "sampler/process_sampler.hpp"
+#include "sampler/gc/gc_sample.hpp"
+#include "sampler/gil/process_sampler.hpp"
 #include "support/fake_memory_reader.hpp"
 #include "support/trace_check.hpp"
 

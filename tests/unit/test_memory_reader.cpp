@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sampler/memory_reader.hpp"
+#include "sampler/remote/memory_reader.hpp"
 
 using gilspy::sampler::ReadRegion;
 using gilspy::sampler::RemoteMemoryReader;

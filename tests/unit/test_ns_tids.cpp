@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include "sampler/ns_tids.hpp"
+#include "sampler/proc/ns_tids.hpp"
 
 using gilspy::sampler::innermost_nspid;
 using gilspy::sampler::NamespaceTids;

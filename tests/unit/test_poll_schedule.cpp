@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "sampler/cpu_budget.hpp"
-#include "sampler/poll_schedule.hpp"
-#include "sampler/task_cpu.hpp"
-#include "sampler/threads.hpp"
+#include "sampler/proc/task_cpu.hpp"
+#include "sampler/schedule/cpu_budget.hpp"
+#include "sampler/schedule/poll_schedule.hpp"
+#include "sampler/target/threads.hpp"
 
 using namespace gilspy::sampler;
 

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include "sampler/process_cpu.hpp"
+#include "sampler/proc/process_cpu.hpp"
 
 namespace unit_process_cpu {
 

@@ -22,8 +22,8 @@
 #include "cpython_layouts/layout.hpp"
 #include "raw/raw_format.hpp"
 #include "raw/summary.hpp"
-#include "sampler/poll_loop.hpp"
-#include "sampler/process_sampler.hpp"
+#include "sampler/gil/process_sampler.hpp"
+#include "sampler/loop/poll_loop.hpp"
 #include "support/fake_memory_reader.hpp"
 
 using namespace gilspy;

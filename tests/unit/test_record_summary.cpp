@@ -11,8 +11,8 @@
 #include "cli/record_summary.hpp"
 #include "cli/summary_table.hpp"
 #include "raw/summary.hpp"
-#include "sampler/lateness_histogram.hpp"
-#include "sampler/threads.hpp"
+#include "sampler/schedule/lateness_histogram.hpp"
+#include "sampler/target/threads.hpp"
 
 // Named per file, so that the unity build can put test files together.
 namespace unit_record_summary {

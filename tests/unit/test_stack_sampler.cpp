@@ -18,9 +18,9 @@
 #include "base/clock.hpp"
 #include "cpython_layouts/layout.hpp"
 #include "cpython_layouts/stack_layout.hpp"
-#include "sampler/remote_objects.hpp"
-#include "sampler/stack_sampler.hpp"
-#include "sampler/stack_walker.hpp"
+#include "sampler/stacks/remote_objects.hpp"
+#include "sampler/stacks/stack_sampler.hpp"
+#include "sampler/stacks/stack_walker.hpp"
 #include "support/fake_python.hpp"
 
 using namespace gilspy;

@@ -14,9 +14,9 @@
 
 #include "base/error.hpp"
 #include "raw/counter_kinds.hpp"
-#include "sampler/perf_counters.hpp"
-#include "sampler/sched_stats.hpp"
-#include "sampler/thread_counters.hpp"
+#include "sampler/counters/perf_counters.hpp"
+#include "sampler/counters/thread_counters.hpp"
+#include "sampler/proc/sched_stats.hpp"
 
 using namespace gilspy;
 using namespace gilspy::sampler;
