@@ -45,8 +45,8 @@ Runner add_check_command(CLI::App& app) {
       "Sampler options (-r, --cpu-budget, --busy) choose the sampler that is checked. -o DIR keeps the\n"
       "sampler's raw file; by default nothing is written.");
   add_target_options(*cmd, *targets, "check");
-  opts->loop.duration_s = 10;
-  cmd->add_option("-d,--duration", opts->loop.duration_s,
+  auto duration_s = std::make_shared<double>(10);
+  cmd->add_option("-d,--duration", *duration_s,
                   "Seconds to check (default 10; a launched program: until it exits)")
       ->check(positive_number())
       ->type_name("SECONDS");
@@ -57,25 +57,19 @@ Runner add_check_command(CLI::App& app) {
   cmd->add_option("--threads", *thread_rows, "Threads in the table: the N busiest, or 'all' (default: 20)")
       ->option_text("N|all");
   cmd->add_flag("--json", opts->json, "One JSON object per process on stdout instead of the table");
-  return [opts, targets, thread_rows] {
+  return [opts, targets, duration_s, thread_rows] {
     opts->check = true;
     opts->summary_threads = parse_thread_rows(*thread_rows);
-    opts->pids = targets->pids();
-    opts->command = targets->command;
-    if (opts->pids.empty() && opts->command.empty()) {
+    if (!targets->names_targets()) {
       throw Error(ErrorKind::kUsage,
                   "check needs -p PID or a program to launch (gilspy check -- python3 app.py)");
     }
-    const double duration_s = opts->command.empty() ? opts->loop.duration_s : 0;
-    opts->loop = targets->loop();
-    opts->loop.duration_s = duration_s;
-    opts->loop.exact = true;
-    opts->loop.exact_shadow = true;
-    opts->attach_timeout_s = targets->attach_timeout_s;
-    opts->strict_version = targets->strict_version;
-    opts->any_user = targets->any_user;
-    opts->discover = targets->discover();
-    opts->counters = targets->counters();
+    opts->session = targets->session_options(opts->json);
+    // check has never applied --accelerator to the processes --subprocesses finds: kept as it was.
+    opts->session.accelerator_only = false;
+    opts->session.loop.duration_s = opts->session.command.empty() ? *duration_s : 0;
+    opts->session.loop.exact = true;
+    opts->session.loop.exact_shadow = true;
     opts->status = false;
     opts->quiet = true;
     // Nothing written unless asked: the raw file goes to a private folder, removed at the end.
@@ -91,10 +85,10 @@ Runner add_check_command(CLI::App& app) {
     // program has none: not measured). The stretch is part of check's time: -d + about 1 s.
     std::optional<CheckCpuWatch> cpu;
     // A pid that is not there gets its one-line error at once, not after the untraced stretch.
-    const bool all_there = std::all_of(opts->pids.begin(), opts->pids.end(),
+    const bool all_there = std::all_of(opts->session.pids.begin(), opts->session.pids.end(),
                                        [](int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; });
-    if (!opts->pids.empty() && all_there) {
-      cpu.emplace(std::vector<pid_t>(opts->pids.begin(), opts->pids.end()), kUntracedSeconds);
+    if (!opts->session.pids.empty() && all_there) {
+      cpu.emplace(std::vector<pid_t>(opts->session.pids.begin(), opts->session.pids.end()), kUntracedSeconds);
       opts->check_cpu = &*cpu;
     }
     const int code = run_record(*opts);

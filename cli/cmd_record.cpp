@@ -44,7 +44,8 @@ Runner add_record_command(CLI::App& app) {
       "the\n"
       "same pid into the same folder is refused.");
   add_target_options(*cmd, *targets, "record");
-  cmd->add_option("-d,--duration", opts->loop.duration_s,
+  auto duration_s = std::make_shared<double>(0);
+  cmd->add_option("-d,--duration", *duration_s,
                   "Seconds to record (default: until Ctrl+C or every target has exited)")
       ->check(positive_number())
       ->type_name("SECONDS");
@@ -73,21 +74,11 @@ Runner add_record_command(CLI::App& app) {
                 "Results for programs instead of the summary: JSON lines on stdout, one when recording has "
                 "started, one per process found later, and at the end the files and summary per process. A "
                 "program gilspy launches writes its own stdout to stderr then, so that stdout stays JSON");
-  return [opts, targets, no_status, file_mode, thread_rows] {
+  return [opts, targets, duration_s, no_status, file_mode, thread_rows] {
     opts->file_mode = parse_file_mode_option(*file_mode);
     opts->summary_threads = parse_thread_rows(*thread_rows);
-    opts->pids = targets->pids();
-    opts->command = targets->command;
-    const double duration_s = opts->loop.duration_s;
-    opts->loop = targets->loop();
-    opts->loop.duration_s = duration_s;
-    opts->attach_timeout_s = targets->attach_timeout_s;
-    opts->strict_version = targets->strict_version;
-    opts->any_user = targets->any_user;
-    opts->discover = targets->discover();
-    opts->follow = !targets->no_follow;
-    opts->accelerator_only = targets->accelerator;
-    opts->counters = targets->counters();
+    opts->session = targets->session_options(opts->json);
+    opts->session.loop.duration_s = *duration_s;
     opts->status = !*no_status;
     if (opts->output_dir.empty()) {
       const char* env = std::getenv("GILSPY_OUTPUT_DIR");

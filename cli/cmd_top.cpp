@@ -40,16 +40,7 @@ Runner add_top_command(CLI::App& app) {
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Also write the raw files and Chrome traces (as `gilspy record` does) into this directory");
   return [opts, targets] {
-    opts->pids = targets->pids();
-    opts->command = targets->command;
-    opts->loop = targets->loop();
-    opts->attach_timeout_s = targets->attach_timeout_s;
-    opts->strict_version = targets->strict_version;
-    opts->any_user = targets->any_user;
-    opts->discover = targets->discover();
-    opts->follow = !targets->no_follow;
-    opts->accelerator_only = targets->accelerator;
-    opts->counters = targets->counters();
+    opts->session = targets->session_options(opts->json);
     return run_top(*opts);
   };
 }

@@ -491,12 +491,8 @@ SessionOutcome Session::run() {
     for (Sink* s : m.sinks) s->record(t->info, m.counters.setup_record());
   }
 
-  // The poll loop on its own thread; everything else on this one. Looking for every Python process, it keeps
-  // going when none is left: another may start.
-  sampler::PollLoopOptions loop_options = m.options.loop;
-  if (m.options.discover == Discover::kAllPython && m.options.follow)
-    loop_options.stop_when_targets_gone = false;
-  sampler::PollLoop loop(loop_options, m.queue);
+  // The poll loop on its own thread; everything else on this one.
+  sampler::PollLoop loop(m.options.loop, m.queue);
   for (const auto& t : m.targets) loop.add(*t->sampler);
   std::atomic<bool>& stop = m.stop;
   std::atomic<bool> loop_done{false};
@@ -586,7 +582,7 @@ SessionOutcome Session::run() {
     const int64_t loop_ns = lc.last_ns.load() - lc.start_ns.load();
     fig.gilspy_cpu_share =
         loop_ns > 0 ? static_cast<double>(lc.cpu_ns.load()) / static_cast<double>(loop_ns) : 0;
-    fig.cpu_budget = m.options.loop.adaptive && !m.options.loop.busy ? m.options.loop.cpu_budget : 0;
+    fig.cpu_budget = m.options.loop.cpu_budget_in_force();
     fig.dropped_events = m.queue.dropped();
     fig.unknown_holder_polls = t->sampler->counters().unknown_holder_polls.load();
     fig.impossible_switch_moves = t->sampler->counters().impossible_switch_moves.load();

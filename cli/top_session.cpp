@@ -55,7 +55,8 @@ class TopView {
       std::fflush(stdout);
     } else {
       if (shown_ > 1) std::fputs("\n", stdout);
-      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.counters.empty()).c_str(), stdout);
+      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.session.counters.empty()).c_str(),
+                 stdout);
       std::fflush(stdout);
     }
     if (o_.count > 0 && shown_ >= o_.count) session_.request_stop();
@@ -145,7 +146,7 @@ int open_keyboard() {
 
 int run_top(const TopOptions& o) {
   if (!o.output_dir.empty()) ensure_output_dir(o.output_dir);
-  SessionOptions so = session_options_of(o);
+  SessionOptions so = o.session;
   // Notes while the live screen is up (a process found, one skipped) wait until the terminal is restored.
   std::vector<std::string> held_notes;
   bool hold_notes = false;
@@ -158,7 +159,7 @@ int run_top(const TopOptions& o) {
   };
   so.loop.stats_period_s = o.interval_s;  // a snapshot per stats tick: every window ends exactly at a tick
   Session session(so);                    // errors (no such pid, not Python) before the terminal is touched
-  warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
+  warn_if_rate_too_high(o.session.loop);
 
   const bool live = !o.batch && !o.json && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
   TopView view(o, session, live);
