@@ -78,23 +78,8 @@ Verdict verdict_of(const std::vector<CheckRow>& rows) {
   return v;
 }
 
-}  // namespace
-
-double CheckCpu::progress_change() const {
-  return untraced_user_cpus > 0 ? window_user_cpus / untraced_user_cpus - 1 : 0;
-}
-
-double CheckCpu::progress_change_ci95() const {
-  if (untraced_user_cpus <= 0 || window_user_cpus <= 0 || untraced_s <= 0 || window_s <= 0) return 0;
-  // Each thread's tick count is rounded at both ends of a stretch: uniform errors of one tick, sd 1/sqrt(12)
-  const double sd_s = std::sqrt(2.0 * threads / 12.0) * tick_s;
-  const double a = sd_s / untraced_s / untraced_user_cpus, b = sd_s / window_s / window_user_cpus;
-  return 1.96 * (1 + progress_change()) * std::sqrt(a * a + b * b);
-}
-
-std::string format_check(const CheckHeader& h, const std::vector<CheckRow>& rows, size_t max_rows) {
-  std::string out;
-  const Verdict v = verdict_of(rows);
+// The answer first: how many intervals held, the worst differences, threads the sampler never saw.
+void check_verdict_lines(std::string& out, const CheckHeader& h, const Verdict& v) {
   fmt::format_to(
       std::back_inserter(out),
       "gilspy check: pid {} (Python {}), {:.2f} s, the sampler against every take and drop (--exact)\n",
@@ -116,6 +101,10 @@ std::string format_check(const CheckHeader& h, const std::vector<CheckRow>& rows
                    "  {} thread{} held or waited for the GIL without the sampler seeing {}\n", v.unseen,
                    v.unseen == 1 ? "" : "s", v.unseen == 1 ? "it" : "them");
   }
+}
+
+// Per thread, both ways, at most `max_rows` rows (0: all).
+void check_table(std::string& out, const std::vector<CheckRow>& rows, size_t max_rows) {
   fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>17} {:>7} {:>17} {:>7} {:>6} {:>5}\n", "TID",
                  "THREAD", kNameColumns, "HOLD % poll/exact", "Δpp", "WAIT % poll/exact", "Δpp", "±95%",
                  "HELD");
@@ -136,37 +125,58 @@ std::string format_check(const CheckHeader& h, const std::vector<CheckRow>& rows
   if (max_rows > 0 && rows.size() > max_rows) {
     fmt::format_to(std::back_inserter(out), "  + {} more threads (--threads all)\n", rows.size() - max_rows);
   }
-  if (h.figures != nullptr) {
-    const raw::LoopFigures& f = *h.figures;
-    const raw::ExactFigures& x = f.exact;
-    const double takes_per_s = h.seconds > 0 ? static_cast<double>(x.takes) / h.seconds : 0;
-    const double per = x.take_cost_ns + x.drop_cost_ns;
-    fmt::format_to(
-        std::back_inserter(out),
-        "  cost: the sampler took {:.1f} % of a core of gilspy's; the probes {:.0f} takes a second at "
-        "{:.1f} us per take and drop, about {:.1f} % of a core in the target\n",
-        100 * f.gilspy_cpu_share, takes_per_s, per / 1000, 100 * takes_per_s * per / 1e9);
-    if (h.cpu) {
-      const CheckCpu& c = *h.cpu;
-      fmt::format_to(
-          std::back_inserter(out),
-          "  measured in the target (its threads' CPU time, against {:.1f} s untraced just before): "
-          "user-mode work (its progress) {:+.1f} % ±{:.1f}, kernel time {:+.1f} % of a core (the "
-          "probes' traps run in its threads)\n",
-          c.untraced_s, 100 * c.progress_change(), 100 * c.progress_change_ci95(),
-          100 * c.extra_system_cpus());
-    } else {
-      fmt::format_to(std::back_inserter(out), "  measured in the target: not measured ({})\n",
-                     h.cpu_watched ? "its threads could not be read over the whole window"
-                                   : "a launched program has no untraced stretch before it");
-    }
-    if (x.lost > 0 || x.throttled > 0) {
-      fmt::format_to(
-          std::back_inserter(out),
-          "  WARNING: {} probe hits lost, {} throttling notices: the exact side is not exact here\n", x.lost,
-          x.throttled);
-    }
+}
+
+// What each side cost: the sampler gilspy's CPU, the probes the target's (estimated, and measured in it).
+void check_cost_lines(std::string& out, const CheckHeader& h) {
+  const raw::LoopFigures& f = *h.figures;
+  const raw::ExactFigures& x = f.exact;
+  const double takes_per_s = h.seconds > 0 ? static_cast<double>(x.takes) / h.seconds : 0;
+  const double per = x.take_cost_ns + x.drop_cost_ns;
+  fmt::format_to(
+      std::back_inserter(out),
+      "  cost: the sampler took {:.1f} % of a core of gilspy's; the probes {:.0f} takes a second at "
+      "{:.1f} us per take and drop, about {:.1f} % of a core in the target\n",
+      100 * f.gilspy_cpu_share, takes_per_s, per / 1000, 100 * takes_per_s * per / 1e9);
+  if (h.cpu) {
+    const CheckCpu& c = *h.cpu;
+    fmt::format_to(std::back_inserter(out),
+                   "  measured in the target (its threads' CPU time, against {:.1f} s untraced just before): "
+                   "user-mode work (its progress) {:+.1f} % ±{:.1f}, kernel time {:+.1f} % of a core (the "
+                   "probes' traps run in its threads)\n",
+                   c.untraced_s, 100 * c.progress_change(), 100 * c.progress_change_ci95(),
+                   100 * c.extra_system_cpus());
+  } else {
+    fmt::format_to(std::back_inserter(out), "  measured in the target: not measured ({})\n",
+                   h.cpu_watched ? "its threads could not be read over the whole window"
+                                 : "a launched program has no untraced stretch before it");
   }
+  if (x.lost > 0 || x.throttled > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  WARNING: {} probe hits lost, {} throttling notices: the exact side is not exact here\n",
+                   x.lost, x.throttled);
+  }
+}
+
+}  // namespace
+
+double CheckCpu::progress_change() const {
+  return untraced_user_cpus > 0 ? window_user_cpus / untraced_user_cpus - 1 : 0;
+}
+
+double CheckCpu::progress_change_ci95() const {
+  if (untraced_user_cpus <= 0 || window_user_cpus <= 0 || untraced_s <= 0 || window_s <= 0) return 0;
+  // Each thread's tick count is rounded at both ends of a stretch: uniform errors of one tick, sd 1/sqrt(12)
+  const double sd_s = std::sqrt(2.0 * threads / 12.0) * tick_s;
+  const double a = sd_s / untraced_s / untraced_user_cpus, b = sd_s / window_s / window_user_cpus;
+  return 1.96 * (1 + progress_change()) * std::sqrt(a * a + b * b);
+}
+
+std::string format_check(const CheckHeader& h, const std::vector<CheckRow>& rows, size_t max_rows) {
+  std::string out;
+  check_verdict_lines(out, h, verdict_of(rows));
+  check_table(out, rows, max_rows);
+  if (h.figures != nullptr) check_cost_lines(out, h);
   return out;
 }
 

@@ -150,6 +150,37 @@ void print_input_warnings(const convert::ConvertReport& report) {
   }
 }
 
+// Per input: which process of the trace took its lanes, or a warning when none did or when the recording
+// does not overlap the trace's events. `trace`: the trace's name, escaped.
+void print_merge_lines(const convert::MergeReport& report, const std::string& trace) {
+  for (size_t i = 0; i < report.merged.size(); ++i) {
+    const auto& in = report.convert.inputs[i];
+    const auto& mi = report.merged[i];
+    if (mi.matched) {
+      fmt::print("  GIL lanes of pid {} in process {} of {}{}\n", in.meta.pid, in.trace_pid, trace,
+                 mi.matched_by == "ns_pid"      ? " (its pid in its own PID namespace)"
+                 : mi.matched_by == "--pid-map" ? " (--pid-map)"
+                                                : "");
+    } else {
+      fmt::print(
+          stderr,
+          "gilspy: warning: pid {} of {} is no process of {}: added as a process of its own (pid {}); if "
+          "the profiler saw it under another pid, name it with --pid-map {}:TRACEPID\n",
+          in.meta.pid, escape_for_terminal(in.path), trace, in.trace_pid, in.meta.pid);
+    }
+    if (!mi.overlaps) {
+      fmt::print(
+          stderr,
+          "gilspy: warning: the recording of pid {} ({:.3f} s from {}) does not overlap the events of {} "
+          "({}): its lanes are elsewhere on the timeline\n",
+          in.meta.pid, static_cast<double>(mi.end_ns - mi.start_ns) / 1e9, utc_text(mi.start_ns), trace,
+          report.trace_start_ns < report.trace_end_ns
+              ? fmt::format("{} to {}", utc_text(report.trace_start_ns), utc_text(report.trace_end_ns))
+              : std::string("none with a time"));
+    }
+  }
+}
+
 // --merge-into TRACE: the GIL lanes into a profiler's trace (convert/merge_trace.hpp).
 int run_merge(const ConvertOptions& o) {
   if (o.format != "trace") {
@@ -177,33 +208,7 @@ int run_merge(const ConvertOptions& o) {
     throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
   }
   print_input_lines(report.convert, true);
-  const auto trace = escape_for_terminal(o.merge_into);
-  for (size_t i = 0; i < report.merged.size(); ++i) {
-    const auto& in = report.convert.inputs[i];
-    const auto& mi = report.merged[i];
-    if (mi.matched) {
-      fmt::print("  GIL lanes of pid {} in process {} of {}{}\n", in.meta.pid, in.trace_pid, trace,
-                 mi.matched_by == "ns_pid"      ? " (its pid in its own PID namespace)"
-                 : mi.matched_by == "--pid-map" ? " (--pid-map)"
-                                                : "");
-    } else {
-      fmt::print(
-          stderr,
-          "gilspy: warning: pid {} of {} is no process of {}: added as a process of its own (pid {}); if "
-          "the profiler saw it under another pid, name it with --pid-map {}:TRACEPID\n",
-          in.meta.pid, escape_for_terminal(in.path), trace, in.trace_pid, in.meta.pid);
-    }
-    if (!mi.overlaps) {
-      fmt::print(
-          stderr,
-          "gilspy: warning: the recording of pid {} ({:.3f} s from {}) does not overlap the events of {} "
-          "({}): its lanes are elsewhere on the timeline\n",
-          in.meta.pid, static_cast<double>(mi.end_ns - mi.start_ns) / 1e9, utc_text(mi.start_ns), trace,
-          report.trace_start_ns < report.trace_end_ns
-              ? fmt::format("{} to {}", utc_text(report.trace_start_ns), utc_text(report.trace_end_ns))
-              : std::string("none with a time"));
-    }
-  }
+  print_merge_lines(report, escape_for_terminal(o.merge_into));
   fmt::print(
       "wrote {} ({}{} profiler events kept, {} GIL events added; times on {})\n",
       escape_for_terminal(report.convert.output), report.output_gzip ? "gzip, " : "", report.trace_events,
@@ -248,34 +253,37 @@ int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mod
   return 0;
 }
 
+// `gilspy convert --help` after the options: examples and what the command does (exit status, files).
+constexpr const char* kConvertFooter =
+    "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
+    "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio "
+    "Insight.\n"
+    "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil "
+    "and\n"
+    "take_gil slices and drop_gil marks, plus a gil_waiters counter and the same count as slices on a\n"
+    "'GIL waiters' lane. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
+    "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
+    "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but "
+    "not\n"
+    "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
+    "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
+    "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only "
+    "if\n"
+    "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.\n"
+    "Several ranks come out in rank order. --merge-into TRACE adds the GIL lanes to a PyTorch profiler\n"
+    "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip) or Ascend's trace_view.json instead: the\n"
+    "profiler's events and members are kept as they are, the lanes go into the process of the recording's\n"
+    "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map "
+    "GILPID:TRACEPID\n"
+    "when the profiler saw another pid.";
+
 }  // namespace
 
 Runner add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<ConvertOptions>();
   auto* cmd = app.add_subcommand(
       "convert", "Convert raw recordings to Chrome Trace JSON, several ranks on one timeline");
-  cmd->footer(
-      "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
-      "file for Chrome DevTools (Performance, Load profile), Perfetto (ui.perfetto.dev) or MindStudio "
-      "Insight.\n"
-      "Each input becomes a process (pid, rank, Python version), each Python thread a lane with hold_gil "
-      "and\n"
-      "take_gil slices and drop_gil marks, plus a gil_waiters counter and the same count as slices on a\n"
-      "'GIL waiters' lane. Times are on the Unix epoch (baseTimeNanoseconds + ts, as PyTorch's profiler\n"
-      "writes them), so the lanes line up with a profiler trace of the same run. An unfinished recording\n"
-      "(.partial, or cut short) is converted as far as it goes, and said so. A corrupt file (finished but "
-      "not\n"
-      "parsing, or failing to parse before its end) is refused with the byte offset of the damage, unless\n"
-      "--salvage converts what precedes it. The output is written unnamed (or under a random OUT.<hex>.tmp)\n"
-      "and takes its name when complete; nothing is left on failure, and an existing OUT is replaced only "
-      "if\n"
-      "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.\n"
-      "Several ranks come out in rank order. --merge-into TRACE adds the GIL lanes to a PyTorch profiler\n"
-      "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip) or Ascend's trace_view.json instead: the\n"
-      "profiler's events and members are kept as they are, the lanes go into the process of the recording's\n"
-      "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map "
-      "GILPID:TRACEPID\n"
-      "when the profiler saw another pid.");
+  cmd->footer(kConvertFooter);
   cmd->add_option("-i,--input", opts->inputs,
                   "Raw recording to convert; repeat to merge several (e.g. one per rank)")
       ->required()

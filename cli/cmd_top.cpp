@@ -5,24 +5,31 @@
 
 namespace gilspy::cli {
 
+namespace {
+
+// `gilspy top --help` after the options: examples and what the command does (exit status, files).
+constexpr const char* kTopFooter =
+    "Examples:\n"
+    "  gilspy top -p 1234                     watch a running process (q or Ctrl+C to quit)\n"
+    "  gilspy top -p 1234,1240                several processes, one group each\n"
+    "  gilspy top -- python3 train.py         launch a program and watch it until it exits\n"
+    "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
+    "Keys: h sort by HOLD%, w by WAIT%, i by TID; c CPU columns (CPU%, run-queue, IPC by GIL role) / GIL\n"
+    "columns; t totals since start / last interval; p pause; r reset the totals; q quit. On a pipe (or "
+    "with\n"
+    "--batch) it prints a plain snapshot every interval (with --counters, each process's CPU table too).\n"
+    "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch "
+    "mode "
+    "the\n"
+    "program's own exit status; 1 on errors; 2 for wrong arguments.";
+
+}  // namespace
+
 Runner add_top_command(CLI::App& app) {
   auto opts = std::make_shared<TopOptions>();
   auto targets = std::make_shared<TargetArgs>();
   auto* cmd = app.add_subcommand("top", "Watch who holds and who waits for the GIL, live, thread by thread");
-  cmd->footer(
-      "Examples:\n"
-      "  gilspy top -p 1234                     watch a running process (q or Ctrl+C to quit)\n"
-      "  gilspy top -p 1234,1240                several processes, one group each\n"
-      "  gilspy top -- python3 train.py         launch a program and watch it until it exits\n"
-      "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
-      "Keys: h sort by HOLD%, w by WAIT%, i by TID; c CPU columns (CPU%, run-queue, IPC by GIL role) / GIL\n"
-      "columns; t totals since start / last interval; p pause; r reset the totals; q quit. On a pipe (or "
-      "with\n"
-      "--batch) it prints a plain snapshot every interval (with --counters, each process's CPU table too).\n"
-      "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch "
-      "mode "
-      "the\n"
-      "program's own exit status; 1 on errors; 2 for wrong arguments.");
+  cmd->footer(kTopFooter);
   add_target_options(*cmd, *targets, "watch");
   cmd->add_option("--interval", opts->interval_s, "Seconds between refreshes, 0.05 to 3600 (default 1)")
       ->check(number_between(0.05, 3600))
@@ -40,16 +47,7 @@ Runner add_top_command(CLI::App& app) {
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Also write the raw files and Chrome traces (as `gilspy record` does) into this directory");
   return [opts, targets] {
-    opts->pids = targets->pids();
-    opts->command = targets->command;
-    opts->loop = targets->loop();
-    opts->attach_timeout_s = targets->attach_timeout_s;
-    opts->strict_version = targets->strict_version;
-    opts->any_user = targets->any_user;
-    opts->discover = targets->discover();
-    opts->follow = !targets->no_follow;
-    opts->accelerator_only = targets->accelerator;
-    opts->counters = targets->counters();
+    opts->session = targets->session_options(opts->json);
     return run_top(*opts);
   };
 }

@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "base/error.hpp"
@@ -12,19 +13,13 @@
 // A free-threaded target without a GIL is not an error of gilspy or of the user: scripts can tell it apart.
 constexpr int kExitNoGil = 3;
 
-int main(int argc, char** argv) {
-  // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way
-  // through writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A
-  // launched program gets the default back (cli/launch.cpp).
-  std::signal(SIGPIPE, SIG_IGN);
-  CLI::App app{
-      "gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
-      "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
-      "gilspy"};
-  app.set_version_flag("-V,--version", gilspy::kGilspyVersion);
-  app.require_subcommand(1);
-  app.fallthrough(false);
-  std::map<const CLI::App*, gilspy::cli::Runner> runners;
+namespace {
+
+using Runners = std::map<const CLI::App*, gilspy::cli::Runner>;
+
+// Every subcommand, each with the function that runs it once parsing succeeded.
+Runners add_commands(CLI::App& app) {
+  Runners runners;
   for (auto add :
        {gilspy::cli::add_info_command, gilspy::cli::add_record_command, gilspy::cli::add_top_command,
         gilspy::cli::add_convert_command, gilspy::cli::add_check_command}) {
@@ -32,19 +27,18 @@ int main(int argc, char** argv) {
     auto runner = add(app);
     runners[app.get_subcommands({})[before]] = std::move(runner);
   }
-  const auto known = [&](const char* name) {
-    for (const auto* sub : app.get_subcommands({})) {
-      if (sub->get_name() == name) return true;
-    }
-    return false;
-  };
-  if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::fprintf(
-        stderr,
-        "gilspy: error: unknown command '%s' (commands: info, record, top, convert; see 'gilspy --help')\n",
-        gilspy::escape_for_terminal(argv[1]).c_str());
-    return 2;
+  return runners;
+}
+
+bool is_command(CLI::App& app, const char* name) {
+  for (const auto* sub : app.get_subcommands({})) {
+    if (sub->get_name() == name) return true;
   }
+  return false;
+}
+
+// Parses the arguments; the exit code when that is the end (help, the version, a wrong argument).
+std::optional<int> parse_arguments(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -60,6 +54,11 @@ int main(int argc, char** argv) {
                  gilspy::escape_for_terminal(e.what()).c_str(), where.c_str());
     return 2;
   }
+  return std::nullopt;
+}
+
+// Runs the command parsed; its errors become a line on stderr and an exit code here.
+int run_command(CLI::App& app, const Runners& runners) {
   try {
     for (const auto* sub : app.get_subcommands()) return runners.at(sub)();
     return 2;
@@ -72,4 +71,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gilspy: internal error: %s\n", gilspy::escape_for_terminal(e.what()).c_str());
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A closed stdout (`gilspy record ... | head`) must end only the printing, never a recording half-way
+  // through writing its files: writes then fail with EPIPE, which the printers treat as "stop printing". A
+  // launched program gets the default back (cli/launch.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
+  CLI::App app{
+      "gilspy: see who holds CPython's GIL and who waits for it, from outside the process.\n"
+      "Reads a running interpreter's memory (process_vm_readv); needs ptrace permission on the target.",
+      "gilspy"};
+  app.set_version_flag("-V,--version", gilspy::kGilspyVersion);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  const Runners runners = add_commands(app);
+  if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
+    std::fprintf(
+        stderr,
+        "gilspy: error: unknown command '%s' (commands: info, record, top, convert; see 'gilspy --help')\n",
+        gilspy::escape_for_terminal(argv[1]).c_str());
+    return 2;
+  }
+  if (const std::optional<int> code = parse_arguments(app, argc, argv)) return *code;
+  return run_command(app, runners);
 }

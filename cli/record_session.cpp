@@ -84,7 +84,7 @@ void print_check(const FinishedTarget& done, bool json, size_t max_rows, CheckCp
 
 int run_record(const RecordOptions& o) {
   ensure_output_dir(o.output_dir);
-  Session session(session_options_of(o));
+  Session session(o.session);
   // A closed stdout (EPIPE; SIGPIPE is ignored) or a terminal that went away (EIO) ends the printing, not the
   // recording: the files are finished either way.
   bool stdout_gone = false;
@@ -95,7 +95,7 @@ int run_record(const RecordOptions& o) {
     if (stdout_gone) return;
     try {
       print_target_summary(
-          done, {.rate_asked = o.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
+          done, {.rate_asked = o.session.loop.rate_hz, .quiet = o.quiet, .max_threads = o.summary_threads});
       if (std::fflush(stdout) != 0) stdout_gone = true;
     } catch (const std::system_error&) {
       stdout_gone = true;
@@ -109,14 +109,14 @@ int run_record(const RecordOptions& o) {
   session.add_sink(children);
   if (o.json && !o.check) session.add_sink(json_lines);
 
-  warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
+  warn_if_rate_too_high(o.session.loop);
   const SessionOutcome outcome = session.run();
   std::vector<pid_t> recorded;
   for (const SessionTarget* t : session.targets()) recorded.push_back(t->pid);
   const std::string note = unrecorded_children_note(recorded, children.unrecorded(), outcome.launched,
-                                                    o.discover == Discover::kDescendants);
+                                                    o.session.discover == Discover::kDescendants);
   if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());  // never throws
-  ExitDecision exit = exit_policy(outcome, o.loop.duration_s);
+  ExitDecision exit = exit_policy(outcome, o.session.loop.duration_s);
   // A pid asked for and not recorded (named at the start) is not a recording that ended as asked.
   std::string not_recorded;
   for (const auto& s : session.skipped()) {

@@ -6,34 +6,24 @@
 #include <string>
 #include <vector>
 
-#include "sampler/loop/poll_loop.hpp"
-
-#include "cli/session.hpp"
+#include "cli/session_options.hpp"
 
 namespace gilspy::cli {
 
 class CheckCpuWatch;
 
 struct RecordOptions {
-  std::vector<int> pids;
-  std::vector<std::string> command;  // launch mode
-  sampler::PollLoopOptions loop;     // how to poll (target_options.hpp) and for how long (duration_s)
+  SessionOptions
+      session;  // which processes, how to poll them (target_options.hpp), for how long (duration_s)
   std::string output_dir;
   mode_t file_mode = 0600;  // of the files written (base/output_file.hpp)
   bool no_trace = false;
   bool quiet = false;
   size_t summary_threads = 20;  // rows of the end summary's thread table; 0: every thread
   bool status = true;           // live status line when stderr is a terminal
-  double attach_timeout_s = 10;
-  bool strict_version = false;
-  bool any_user = false;
-  Discover discover = Discover::kNone;  // processes the session finds by itself (session.hpp)
-  bool follow = true;
-  bool accelerator_only = false;
   bool json = false;            // machine-readable results on stdout (record_json.hpp) instead of the summary
   double gc_threshold_ms = -1;  // --gc-threshold-ms: list GC collections at least this long (< 0: none)
-  std::vector<raw::CounterKind> counters;  // --counters (session.hpp)
-  bool check = false;  // gilspy check: the check report (check_report.hpp) instead of the summary
+  bool check = false;           // gilspy check: the check report (check_report.hpp) instead of the summary
   CheckCpuWatch* check_cpu = nullptr;  // check: the target's CPU measured around the window (or none)
 };
 

@@ -29,7 +29,8 @@ std::string span(int64_t ns) {
   return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
 }
 
-void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
+// How often the polls came: adaptive (on average, around hand-offs, what the CPU budget slowed) or fixed.
+void poll_rate_line(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
   const raw::LoopFigures& loop = in.loop;
   const double seconds = static_cast<double>(in.summary.duration_ns()) / 1e9;
   const uint64_t polls = in.summary.polls();
@@ -60,30 +61,27 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
                    seconds, mean_rate, loop.poll_mode.empty() ? "unknown" : loop.poll_mode, o.rate_asked,
                    loop.poller_scheduling);
   }
-  // What gilspy itself took, against --cpu-budget: a budget the polls cannot keep to at their slowest (many
-  // threads on a slow machine) is said, with what else costs.
-  if (loop.gilspy_cpu_share > 0) {
-    const bool over = loop.cpu_budget > 0 && loop.gilspy_cpu_share > 1.1 * loop.cpu_budget;
-    fmt::format_to(std::back_inserter(out), "  gilspy's CPU: {:.1f} % of a core while recording{}\n",
-                   100 * loop.gilspy_cpu_share,
-                   loop.cpu_budget <= 0 ? ""
-                   : over ? fmt::format(" (--cpu-budget {:.3g} %: over it; polls at their slowest and stack "
-                                        "reads cost more on this target; --no-stacks saves up to 2 %)",
-                                        100 * loop.cpu_budget)
-                          : fmt::format(" (--cpu-budget {:.3g} %)", 100 * loop.cpu_budget));
-  }
-  // With many threads the list is re-read less often, to keep the budget: what that costs the timeline.
-  if (loop.walk_period_ns > sampler::SamplerOptions{}.walk_period_ns) {
-    fmt::format_to(
-        std::back_inserter(out),
-        "  many threads: the thread list was re-read every {} (one {} per {} threads), so a thread "
-        "that never takes the GIL is seen to start and end up to that late\n",
-        span(loop.walk_period_ns), span(sampler::SamplerOptions{}.walk_period_ns),
-        sampler::ProcessSampler::kThreadsPerWalkPeriod);
-  }
-  // Late polls are the poll loop's: its wake-ups (ticks) are their denominator, not this target's polls (a
-  // target that exits or joins late has fewer).
-  const uint64_t ticks = loop.ticks > 0 ? loop.ticks : polls;
+}
+
+// What gilspy itself took, against --cpu-budget: a budget the polls cannot keep to at their slowest (many
+// threads on a slow machine) is said, with what else costs.
+void gilspy_cpu_line(std::string& out, const raw::LoopFigures& loop) {
+  if (loop.gilspy_cpu_share <= 0) return;
+  const bool over = loop.cpu_budget > 0 && loop.gilspy_cpu_share > 1.1 * loop.cpu_budget;
+  fmt::format_to(std::back_inserter(out), "  gilspy's CPU: {:.1f} % of a core while recording{}\n",
+                 100 * loop.gilspy_cpu_share,
+                 loop.cpu_budget <= 0 ? ""
+                 : over ? fmt::format(" (--cpu-budget {:.3g} %: over it; polls at their slowest and stack "
+                                      "reads cost more on this target; --no-stacks saves up to 2 %)",
+                                      100 * loop.cpu_budget)
+                        : fmt::format(" (--cpu-budget {:.3g} %)", 100 * loop.cpu_budget));
+}
+
+// Late polls are the poll loop's: its wake-ups (ticks) are their denominator, not this target's polls (a
+// target that exits or joins late has fewer). Advice when too many came late.
+void late_polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
+  const raw::LoopFigures& loop = in.loop;
+  const uint64_t ticks = loop.ticks > 0 ? loop.ticks : in.summary.polls();
   const double late_share = ticks > 0 ? static_cast<double>(loop.late) / static_cast<double>(ticks) : 0.0;
   fmt::format_to(
       std::back_inserter(out),
@@ -91,24 +89,37 @@ void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions&
       "    lateness p99 {}, max {}; {} deadlines missed (a poll ran over a whole step)\n",
       loop.late, ticks, 100 * late_share, span(loop.p99_lateness_ns), span(loop.max_lateness_ns),
       loop.missed);
-  if (ticks >= kMinTicksForAdvice && late_share >= kLateShareForAdvice) {
-    std::string advice;
-    if (loop.poll_mode == "busy") {
-      advice = "--busy needs a CPU of its own: leave one idle, or poll without --busy";
-    } else if (loop.poller_scheduling != "SCHED_FIFO") {
-      advice = "run gilspy as root or with CAP_SYS_NICE so the poll thread gets SCHED_FIFO, or free a CPU";
-    } else if (loop.poll_mode == "fixed") {
-      advice =
-          fmt::format("ask for a lower rate (-r {:.0f}) or free a CPU", std::max(100.0, o.rate_asked / 4));
-    } else {
-      advice = "free a CPU (fewer busy threads or processes than CPUs)";
-    }
+  if (ticks < kMinTicksForAdvice || late_share < kLateShareForAdvice) return;
+  std::string advice;
+  if (loop.poll_mode == "busy") {
+    advice = "--busy needs a CPU of its own: leave one idle, or poll without --busy";
+  } else if (loop.poller_scheduling != "SCHED_FIFO") {
+    advice = "run gilspy as root or with CAP_SYS_NICE so the poll thread gets SCHED_FIFO, or free a CPU";
+  } else if (loop.poll_mode == "fixed") {
+    advice = fmt::format("ask for a lower rate (-r {:.0f}) or free a CPU", std::max(100.0, o.rate_asked / 4));
+  } else {
+    advice = "free a CPU (fewer busy threads or processes than CPUs)";
+  }
+  fmt::format_to(
+      std::back_inserter(out),
+      "  note: this machine did not keep the poll rate (interval edges off by up to the p99 lateness):\n"
+      "    {}\n",
+      advice);
+}
+
+void polls_lines(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
+  poll_rate_line(out, in, o);
+  gilspy_cpu_line(out, in.loop);
+  // With many threads the list is re-read less often, to keep the budget: what that costs the timeline.
+  if (in.loop.walk_period_ns > sampler::SamplerOptions{}.walk_period_ns) {
     fmt::format_to(
         std::back_inserter(out),
-        "  note: this machine did not keep the poll rate (interval edges off by up to the p99 lateness):\n"
-        "    {}\n",
-        advice);
+        "  many threads: the thread list was re-read every {} (one {} per {} threads), so a thread "
+        "that never takes the GIL is seen to start and end up to that late\n",
+        span(in.loop.walk_period_ns), span(sampler::SamplerOptions{}.walk_period_ns),
+        sampler::ProcessSampler::kThreadsPerWalkPeriod);
   }
+  late_polls_lines(out, in, o);
 }
 
 // --exact: what the probes saw, what they missed, and what they cost the target.
@@ -138,9 +149,8 @@ void exact_lines(std::string& out, const SummaryInput& in) {
   }
 }
 
-void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
-  const SummaryTable table =
-      build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads, in.summary.folded());
+// What the table holds: its rows against every thread, and the threads kept only in groups.
+void thread_table_head(std::string& out, const SummaryInput& in, const SummaryTable& table) {
   if (table.rest_threads > 0) {
     fmt::format_to(
         std::back_inserter(out),
@@ -158,7 +168,11 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
   }
   fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>7} {:>6} {:>7} {:>13} {:>13}\n", "TID",
                  "THREAD", kNameColumns, "HOLD %", "WAIT %", "±95%", "HOLDS", "LONGEST HOLD", "LONGEST WAIT");
-  const SummaryRow* widest = nullptr;  // the row whose shares are least sure
+}
+
+// A line per row; returns the row whose shares are least sure (nullptr with --exact: they are sure).
+const SummaryRow* thread_table_rows(std::string& out, const SummaryInput& in, const SummaryTable& table) {
+  const SummaryRow* widest = nullptr;
   for (const SummaryRow& r : table.rows) {
     const std::string label = r.threads > 1 ? fmt::format("[{}] {}", r.threads, escape_for_terminal(r.name))
                                             : escape_for_terminal(r.name);
@@ -174,6 +188,12 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
                                     : fmt::format("{:.1f}", 100 * ci),
                    r.holds, ms_text(r.longest_hold_ns), ms_text(r.longest_wait_ns));
   }
+  return widest;
+}
+
+// The threads left out, what the columns mean, and whether the shares are sure enough.
+void thread_table_notes(std::string& out, const SummaryInput& in, const SummaryTable& table,
+                        const SummaryRow* widest) {
   if (table.rest_threads > 0) {
     fmt::format_to(
         std::back_inserter(out),
@@ -206,6 +226,14 @@ void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions
             : "thread " + std::to_string(widest->tid),
         100 * widest->share_ci95());
   }
+}
+
+void thread_table(std::string& out, const SummaryInput& in, const SummaryOptions& o) {
+  const SummaryTable table =
+      build_summary_table(in.summary.threads(), in.summary.duration_ns(), o.max_threads, in.summary.folded());
+  thread_table_head(out, in, table);
+  const SummaryRow* widest = thread_table_rows(out, in, table);
+  thread_table_notes(out, in, table, widest);
 }
 
 // Where the files went, or why they could not be written and what the raw file lacks.

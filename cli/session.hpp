@@ -4,19 +4,18 @@
 // records from the poll thread's queue to the sinks. `record` = session + raw-file sink + status line + end
 // summary; `top` = session + screen sink.
 //
-//   Session session(options);        // takes over the terminating signals, attaches (or launches and
-//   attaches) session.add_sink(raw_files);     // any number, called in the order added SessionOutcome out =
-//   session.run();  // until the duration, a signal, or every target is gone
+//   Session session(options);            // takes over the terminating signals, attaches (or launches)
+//   session.add_sink(raw_files);         // any number, called in the order added
+//   SessionOutcome out = session.run();  // until the duration, a signal, or every target is gone
 #include <sys/types.h>
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/session_options.hpp"
 #include "cli/sink.hpp"
-#include "raw/counter_kinds.hpp"
 #include "sampler/loop/poll_loop.hpp"
 
 namespace boost::asio {
@@ -27,52 +26,6 @@ namespace gilspy::cli {
 
 // "SIGHUP" for SIGHUP: how stop reasons and messages name a signal.
 std::string signal_name(int sig);
-
-// Which processes a session finds by itself, beyond the pids given or the program launched.
-enum class Discover {
-  kNone,
-  kAllPython,    // no pids, no program: every Python process this user may read (gilspy's own excluded)
-  kDescendants,  // --subprocesses: the targets' descendants that run Python, as they appear
-};
-
-struct SessionOptions {
-  std::vector<int> pids;
-  std::vector<std::string> command;  // launch mode: start this and record it (instead of pids)
-  sampler::PollLoopOptions loop;     // rate, duration, busy, realtime, stats tick
-  double attach_timeout_s = 10;      // launch mode: how long the program may take to start its interpreter
-  bool strict_version = false;       // refuse a Python newer than gilspy knows (else warn and record)
-  bool any_user = false;             // not run as root: also other users' processes (check_target_owner())
-  Discover discover = Discover::kNone;
-  bool follow = true;             // kAllPython: also processes that start later (kDescendants always follows)
-  bool accelerator_only = false;  // found processes: only those holding an accelerator device open
-  // One line for the user (printable: target text escaped): which processes were found, which were skipped
-  // and why. Default: "gilspy: LINE" on stderr.
-  std::function<void(const std::string&)> note;
-  // perf counters on every thread (`--counters`; empty: the scheduler figures only, which are always read).
-  // Those this machine cannot count are named once through `note`; the recording goes on with the rest.
-  std::vector<raw::CounterKind> counters;
-  // Launch mode: the program's stdout goes to gilspy's stderr, so that what it prints cannot interleave with
-  // gilspy's own stdout when that is a stream of JSON lines (--json).
-  bool program_stdout_to_stderr = false;
-};
-
-// The session's options from a command's (record's, top's), which name the same fields the same way; the
-// note callback is left to the command.
-template <class CommandOptions>
-SessionOptions session_options_of(const CommandOptions& o) {
-  return {.pids = o.pids,
-          .command = o.command,
-          .loop = o.loop,
-          .attach_timeout_s = o.attach_timeout_s,
-          .strict_version = o.strict_version,
-          .any_user = o.any_user,
-          .discover = o.discover,
-          .follow = o.follow,
-          .accelerator_only = o.accelerator_only,
-          .note = {},
-          .counters = o.counters,
-          .program_stdout_to_stderr = o.json};
-}
 
 // A process that was to be recorded and is not: a pid of several named (-p) that cannot be read (gone, not
 // Python, no permission), or one found by the session (refused once). The reason is printable (escaped).

@@ -65,6 +65,65 @@ bool busier(const SummaryRow& a, const SummaryRow& b) {
   return a.tid < b.tid;
 }
 
+// Short-lived threads by name pattern; a pattern with enough of them becomes one row, joined by the folded
+// threads of the same pattern (taken out of `folded_rows`). The other threads get a row each.
+void group_short_lived(const std::vector<raw::ThreadSummary>& threads, int64_t duration_ns,
+                       std::map<std::string, SummaryRow>& folded_rows, std::vector<SummaryRow>& rows,
+                       SummaryTable& table) {
+  std::map<std::string, std::vector<SummaryRow>> short_lived;
+  for (const auto& t : threads) {
+    SummaryRow r = row_of(t);
+    if (duration_ns > 0 && 2 * r.life_ns < duration_ns) {
+      short_lived[name_pattern(r.name)].push_back(std::move(r));
+    } else {
+      rows.push_back(std::move(r));
+    }
+  }
+  for (auto& [pattern, members] : short_lived) {
+    const auto f = folded_rows.find(pattern);
+    if (members.size() < kMinGroup && f == folded_rows.end()) {
+      for (auto& r : members) rows.push_back(std::move(r));
+      continue;
+    }
+    SummaryRow group;
+    group.threads = 0;
+    group.name = pattern;
+    group.state_var_ns2 = 0;
+    for (const auto& r : members) merge_into(group, r);
+    group.tid = std::min_element(members.begin(), members.end(), busier)->tid;
+    if (f != folded_rows.end()) {  // the same pattern's folded threads join the group
+      if (busier(f->second, *std::min_element(members.begin(), members.end(), busier)))
+        group.tid = f->second.tid;
+      merge_into(group, f->second);
+      folded_rows.erase(f);
+    }
+    rows.push_back(std::move(group));
+    table.grouped = true;
+  }
+}
+
+// `rows` sorted busiest first: threads that neither held nor waited (0.0 / 0.0 on their row) say nothing on a
+// row of their own: they join the rest line, after every thread that did. With max_rows (0: no limit), the
+// rows past it are summed into the table's rest.
+void keep_busiest_rows(std::vector<SummaryRow>& rows, size_t max_rows, SummaryTable& table) {
+  const auto idle = [](const SummaryRow& r) {
+    return (r.hold_ns + r.wait_ns) * kIdleShareInverse < r.life_ns;
+  };
+  const auto first_idle =
+      std::stable_partition(rows.begin(), rows.end(), [&](const SummaryRow& r) { return !idle(r); });
+  const bool limited = max_rows > 0;
+  if (limited) max_rows = std::min<size_t>(max_rows, static_cast<size_t>(first_idle - rows.begin()));
+  if (!limited || rows.size() <= max_rows) return;
+  for (auto it = rows.begin() + static_cast<std::ptrdiff_t>(max_rows); it != rows.end(); ++it) {
+    table.rest_threads += it->threads;
+    table.rest_hold_ns += it->hold_ns;
+    table.rest_wait_ns += it->wait_ns;
+    table.rest_life_ns += it->life_ns;
+  }
+  rows.resize(max_rows);
+  table.grouped = std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.threads > 1; });
+}
+
 }  // namespace
 
 double SummaryRow::hold_share() const {
@@ -95,62 +154,14 @@ SummaryTable build_summary_table(const std::vector<raw::ThreadSummary>& threads,
   if (max_rows == 0) {
     for (const auto& t : threads) rows.push_back(row_of(t));
   } else {
-    // Short-lived threads by name pattern; a pattern with enough of them becomes one row.
-    std::map<std::string, std::vector<SummaryRow>> short_lived;
-    for (const auto& t : threads) {
-      SummaryRow r = row_of(t);
-      if (duration_ns > 0 && 2 * r.life_ns < duration_ns) {
-        short_lived[name_pattern(r.name)].push_back(std::move(r));
-      } else {
-        rows.push_back(std::move(r));
-      }
-    }
-    for (auto& [pattern, members] : short_lived) {
-      const auto f = folded_rows.find(pattern);
-      if (members.size() < kMinGroup && f == folded_rows.end()) {
-        for (auto& r : members) rows.push_back(std::move(r));
-        continue;
-      }
-      SummaryRow group;
-      group.threads = 0;
-      group.name = pattern;
-      group.state_var_ns2 = 0;
-      for (const auto& r : members) merge_into(group, r);
-      group.tid = std::min_element(members.begin(), members.end(), busier)->tid;
-      if (f != folded_rows.end()) {  // the same pattern's folded threads join the group
-        if (busier(f->second, *std::min_element(members.begin(), members.end(), busier)))
-          group.tid = f->second.tid;
-        merge_into(group, f->second);
-        folded_rows.erase(f);
-      }
-      rows.push_back(std::move(group));
-      table.grouped = true;
-    }
+    group_short_lived(threads, duration_ns, folded_rows, rows, table);
   }
   for (auto& [pattern, row] : folded_rows) {
     rows.push_back(std::move(row));
     table.grouped = true;
   }
   std::sort(rows.begin(), rows.end(), busier);
-  // Threads that neither held nor waited (0.0 / 0.0 on their row) say nothing on a row of their own: they
-  // join the rest line, after every thread that did.
-  const auto idle = [](const SummaryRow& r) {
-    return (r.hold_ns + r.wait_ns) * kIdleShareInverse < r.life_ns;
-  };
-  const auto first_idle =
-      std::stable_partition(rows.begin(), rows.end(), [&](const SummaryRow& r) { return !idle(r); });
-  const bool limited = max_rows > 0;
-  if (limited) max_rows = std::min<size_t>(max_rows, static_cast<size_t>(first_idle - rows.begin()));
-  if (limited && rows.size() > max_rows) {
-    for (auto it = rows.begin() + static_cast<std::ptrdiff_t>(max_rows); it != rows.end(); ++it) {
-      table.rest_threads += it->threads;
-      table.rest_hold_ns += it->hold_ns;
-      table.rest_wait_ns += it->wait_ns;
-      table.rest_life_ns += it->life_ns;
-    }
-    rows.resize(max_rows);
-    table.grouped = std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.threads > 1; });
-  }
+  keep_busiest_rows(rows, max_rows, table);
   table.rows = std::move(rows);
   return table;
 }

@@ -10,9 +10,10 @@
 
 namespace gilspy::cli {
 
-void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
-  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated")
-      ->type_name("PID[,PID...]");
+namespace {
+
+// -r, --cpu-budget, --busy, --exact, --no-realtime and the hidden benchmark knobs: how the poll loop runs.
+void add_polling_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   a.rate_option =
       cmd.add_option("-r,--rate", a.rate_hz,
                      "Poll at this fixed rate (polls per second). Without it gilspy polls adaptively: "
@@ -56,6 +57,10 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_flag("--no-gc", a.no_gc,
                "Do not read the garbage collector's state (for measuring what reading it costs)")
       ->group("");  // hidden: a benchmark knob (bench/cost.py --gc-cost)
+}
+
+// --attach-timeout, --strict-version, --any-user and which processes beyond those named.
+void add_attach_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.add_option("--attach-timeout", a.attach_timeout_s,
                  "Seconds to wait for a launched program's interpreter to start")
       ->default_val(10.0)
@@ -79,6 +84,10 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
       "--accelerator", a.accelerator,
       "Of the processes found (without -p, or --subprocesses): only those holding an accelerator device "
       "open (/dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*)");
+}
+
+// What is read besides the GIL: stacks and thread names, perf counters.
+void add_reading_options(CLI::App& cmd, TargetArgs& a) {
   cmd.add_option(
          "--stack-depth", a.stack_depth,
          "Python frames kept per stack sample, innermost first (default 64); a deeper stack is cut and "
@@ -96,6 +105,69 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
          "The software events (task-clock, context-switches, cpu-migrations, page-faults) are always "
          "included; CPU time, run-queue delay and switches are recorded without this option too")
       ->type_name("LIST");
+}
+
+std::vector<int> pids_of(const TargetArgs& a) {
+  std::vector<int> out;
+  if (!a.pid_text.empty()) out = parse_pid_list(a.pid_text);
+  for (const int pid : out) require_process_id(pid);
+  if (!out.empty() && !a.command.empty()) {
+    throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both");
+  }
+  return out;
+}
+
+// Which processes the session finds by itself; throws Error(kUsage) for flags that do not fit the targets.
+Discover discover_of(const TargetArgs& a) {
+  const bool named = a.names_targets();
+  if (named && a.no_follow) {
+    throw Error(ErrorKind::kUsage, "--no-follow is for recording every Python process (no -p, no program)");
+  }
+  if (!named && a.subprocesses) {
+    throw Error(
+        ErrorKind::kUsage,
+        "--subprocesses follows the children of -p PID or of a launched program; without either, every "
+        "Python process is recorded already");
+  }
+  if (named && a.accelerator && !a.subprocesses) {
+    throw Error(
+        ErrorKind::kUsage,
+        "--accelerator chooses among the processes gilspy finds (no -p, or --subprocesses), not among "
+        "those named");
+  }
+  if (!named) return Discover::kAllPython;
+  return a.subprocesses ? Discover::kDescendants : Discover::kNone;
+}
+
+// Adaptive unless -r or --busy; the budget from % of a core to a share.
+sampler::PollLoopOptions poll_loop_options_of(const TargetArgs& a) {
+  return {.rate_hz = a.rate_hz,
+          .adaptive = a.rate_option->count() == 0 && !a.busy,
+          .cpu_budget = a.cpu_budget_pct / 100,
+          .placement = !a.anywhere,
+          .busy = a.busy,
+          .realtime = !a.no_realtime,
+          .read_gc = !a.no_gc,
+          .exact = a.exact,
+          .stacks = {.enabled = !a.no_stacks, .max_depth = a.stack_depth}};
+}
+
+// --counters: the perf counters to count on every thread (empty without the option). Throws Error(kUsage)
+// for a name it does not know, listing the valid ones.
+std::vector<raw::CounterKind> counters_of(const TargetArgs& a) {
+  if (a.counters_text.empty()) return {};
+  return sampler::parse_counter_list(a.counters_text);
+}
+
+}  // namespace
+
+// A flat list of option definitions, in the order --help shows them, split by group.
+void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
+  cmd.add_option("-p,--pid", a.pid_text, "Process id(s) to " + verb + ", comma-separated")
+      ->type_name("PID[,PID...]");
+  add_polling_options(cmd, a, verb);
+  add_attach_options(cmd, a, verb);
+  add_reading_options(cmd, a);
   cmd.add_option("command", a.command,
                  "Program to launch and " + verb +
                      " (after --). With neither this nor -p: every Python process "
@@ -103,60 +175,32 @@ void add_target_options(CLI::App& cmd, TargetArgs& a, const std::string& verb) {
   cmd.positionals_at_end(true);
 }
 
-std::vector<int> TargetArgs::pids() const {
-  std::vector<int> out;
-  if (!pid_text.empty()) out = parse_pid_list(pid_text);
-  for (const int pid : out) require_process_id(pid);
-  if (!out.empty() && !command.empty()) {
-    throw Error(ErrorKind::kUsage, "give either -p PID[,PID...] or a program to launch after --, not both");
-  }
-  return out;
+SessionOptions TargetArgs::session_options(bool json_on_stdout) const {
+  // In this order, so that of several wrong options the same one is named first as ever: -p, then the
+  // flags that do not fit the targets, then --counters.
+  SessionOptions o{.pids = pids_of(*this),
+                   .command = command,
+                   .loop = poll_loop_options_of(*this),
+                   .attach_timeout_s = attach_timeout_s,
+                   .strict_version = strict_version,
+                   .any_user = any_user,
+                   .discover = discover_of(*this),
+                   .follow = !no_follow,
+                   .accelerator_only = accelerator,
+                   .note = {},
+                   .counters = counters_of(*this),
+                   .program_stdout_to_stderr = json_on_stdout};
+  // Looking for every Python process, the poll loop keeps going when none is left: another may start.
+  o.loop.stop_when_targets_gone = !(o.discover == Discover::kAllPython && o.follow);
+  return o;
 }
 
-Discover TargetArgs::discover() const {
-  const bool named = !pid_text.empty() || !command.empty();
-  if (named && no_follow) {
-    throw Error(ErrorKind::kUsage, "--no-follow is for recording every Python process (no -p, no program)");
-  }
-  if (!named && subprocesses) {
-    throw Error(
-        ErrorKind::kUsage,
-        "--subprocesses follows the children of -p PID or of a launched program; without either, every "
-        "Python process is recorded already");
-  }
-  if (named && accelerator && !subprocesses) {
-    throw Error(
-        ErrorKind::kUsage,
-        "--accelerator chooses among the processes gilspy finds (no -p, or --subprocesses), not among "
-        "those named");
-  }
-  if (!named) return Discover::kAllPython;
-  return subprocesses ? Discover::kDescendants : Discover::kNone;
-}
-
-sampler::PollLoopOptions TargetArgs::loop() const {
-  return {.rate_hz = rate_hz,
-          .adaptive = rate_option->count() == 0 && !busy,
-          .cpu_budget = cpu_budget_pct / 100,
-          .placement = !anywhere,
-          .busy = busy,
-          .realtime = !no_realtime,
-          .read_gc = !no_gc,
-          .exact = exact,
-          .stacks = {.enabled = !no_stacks, .max_depth = stack_depth}};
-}
-
-std::vector<raw::CounterKind> TargetArgs::counters() const {
-  if (counters_text.empty()) return {};
-  return sampler::parse_counter_list(counters_text);
-}
-
-void warn_if_rate_too_high(double rate_hz, bool busy) {
-  if (!busy && rate_hz > 20000) {
+void warn_if_rate_too_high(const sampler::PollLoopOptions& loop) {
+  if (!loop.busy && loop.rate_hz > 20000) {
     fmt::print(stderr,
                "gilspy: note: a {:.0f} Hz poll period ({:.0f} us) is shorter than a sleeping timer keeps on "
                "most machines: expect late polls, or use --busy to spin\n",
-               rate_hz, 1e6 / rate_hz);
+               loop.rate_hz, 1e6 / loop.rate_hz);
   }
 }
 

@@ -1,16 +1,15 @@
 #pragma once
-// The options `record` and `top` share: which processes (-p PID[,PID...], a program after --, or with neither
-// every Python process; --subprocesses, --no-follow, --accelerator) and how to
-// poll them (-r, --cpu-budget, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout).
-// Defined once, so both commands take the same words and poll the same way: adaptively by default, at a fixed
-// rate with -r.
+// The options `record`, `top` and `check` share: which processes (-p PID[,PID...], a program after --, or
+// with neither every Python process; --subprocesses, --no-follow, --accelerator) and how to poll them (-r,
+// --cpu-budget, --busy, --no-realtime, the hidden --poller-anywhere, --attach-timeout). Defined once, so
+// every command takes the same words and polls the same way: adaptively by default, at a fixed rate with -r.
+// CLI11 fills TargetArgs; session_options() turns it into the SessionOptions the command passes on as is.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "cli/session.hpp"
-#include "raw/counter_kinds.hpp"
+#include "cli/session_options.hpp"
 #include "sampler/loop/poll_loop.hpp"
 
 namespace gilspy::cli {
@@ -37,23 +36,19 @@ struct TargetArgs {
   std::string counters_text;    // --counters LIST ("" when not given)
   CLI::Option* rate_option = nullptr;
 
-  // After parsing. Throws Error(kUsage) when both -p and a command were given (neither: every Python
-  // process).
-  std::vector<int> pids() const;
-  // Which processes the session finds by itself; throws Error(kUsage) for flags that do not fit the targets.
-  Discover discover() const;
-  // Rate, adaptive (no -r, no --busy), busy, real-time priority, placement. Duration and stats tick: 0 and 1
-  // s.
-  sampler::PollLoopOptions loop() const;
-  // --counters: the perf counters to count on every thread (empty without the option). Throws Error(kUsage)
-  // for a name it does not know, listing the valid ones.
-  std::vector<raw::CounterKind> counters() const;
+  // After parsing: -p PID[,PID...] or a program was given (with neither: every Python process).
+  bool names_targets() const { return !pid_text.empty() || !command.empty(); }
+  // After parsing, the session's options: the one place that turns these words into settings (the pids, the
+  // processes found, adaptive or fixed rate, the budget as a share, ...). Duration 0, stats tick 1 s: the
+  // command sets its own. `json_on_stdout`: the command prints JSON lines (its --json). Throws
+  // Error(kUsage) for -p with a program, flags that do not fit the targets, an unknown --counters name.
+  SessionOptions session_options(bool json_on_stdout) const;
 };
 
 // Adds the shared options to `cmd`; `verb` completes the help texts ("record", "watch").
 void add_target_options(CLI::App& cmd, TargetArgs& args, const std::string& verb);
 
 // The note printed when a sleeping poll loop is asked for a rate most timers cannot keep.
-void warn_if_rate_too_high(double rate_hz, bool busy);
+void warn_if_rate_too_high(const sampler::PollLoopOptions& loop);
 
 }  // namespace gilspy::cli

@@ -55,7 +55,8 @@ class TopView {
       std::fflush(stdout);
     } else {
       if (shown_ > 1) std::fputs("\n", stdout);
-      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.counters.empty()).c_str(), stdout);
+      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.session.counters.empty()).c_str(),
+                 stdout);
       std::fflush(stdout);
     }
     if (o_.count > 0 && shown_ >= o_.count) session_.request_stop();
@@ -141,24 +142,85 @@ int open_keyboard() {
   return fd >= 0 ? fd : ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
 }
 
+// Notes while the live screen is up (a process found, one skipped) wait until the terminal is restored.
+struct HeldNotes {
+  std::vector<std::string> lines;
+  bool holding = false;
+  void note(const std::string& line) {
+    if (holding) {
+      lines.push_back(line);
+    } else {
+      fmt::print(stderr, "gilspy: {}\n", line);
+    }
+  }
+  void release() {
+    holding = false;
+    for (const std::string& line : lines) fmt::print(stderr, "gilspy: {}\n", line);
+  }
+};
+
+// The session on the live screen: keys, resizing, Ctrl+Z, and the last screen kept once the targets exited.
+SessionOutcome run_live(Session& session, TopView& view, ScreenSink& screen, HeldNotes& notes) {
+  // From here on the terminal is in key-at-a-time mode on the alternate screen; the guard puts it back on
+  // every way out of this function: the end of the run, an exception, a signal (the session turns SIGINT and
+  // SIGTERM into the end of the run).
+  std::optional<top::TerminalGuard> guard(std::in_place, STDIN_FILENO, STDOUT_FILENO);
+  asio::io_context& io = session.io_context();
+  asio::posix::stream_descriptor keyboard(io, open_keyboard());
+  std::function<void(const boost::system::error_code&)> on_key = [&](const boost::system::error_code& ec) {
+    if (ec) return;
+    char buf[256];
+    const ssize_t n = ::read(keyboard.native_handle(), buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;  // the terminal is gone: no more keys
+    if (n > 0) view.on_input(std::string_view(buf, static_cast<size_t>(n)), screen);
+    keyboard.async_wait(asio::posix::descriptor_base::wait_read, on_key);
+  };
+  keyboard.async_wait(asio::posix::descriptor_base::wait_read, on_key);
+
+  asio::signal_set winch(io, SIGWINCH);
+  std::function<void(const boost::system::error_code&, int)> on_winch =
+      [&](const boost::system::error_code& ec, int) {
+        if (ec) return;
+        view.redraw();  // at the new size; a narrow terminal drops columns (render_screen)
+        winch.async_wait(on_winch);
+      };
+  winch.async_wait(on_winch);
+
+  // Ctrl+Z: the shell gets its terminal back as it was, and the screen comes back on `fg`.
+  asio::signal_set tstp(io, SIGTSTP);
+  std::function<void(const boost::system::error_code&, int)> on_tstp =
+      [&](const boost::system::error_code& ec, int) {
+        if (ec) return;
+        guard.reset();
+        ::kill(::getpid(), SIGSTOP);  // returns once continued
+        guard.emplace(STDIN_FILENO, STDOUT_FILENO);
+        view.redraw();
+        tstp.async_wait(on_tstp);
+      };
+  tstp.async_wait(on_tstp);
+
+  view.redraw();
+  notes.holding = true;
+  const SessionOutcome out = session.run();
+  guard.reset();
+  notes.release();
+  if (view.ended()) {
+    view.print_last_screen(out.launched ? "gilspy top: the program exited; these are its last figures"
+                                        : "gilspy top: the target exited; these are its last figures");
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_top(const TopOptions& o) {
   if (!o.output_dir.empty()) ensure_output_dir(o.output_dir);
-  SessionOptions so = session_options_of(o);
-  // Notes while the live screen is up (a process found, one skipped) wait until the terminal is restored.
-  std::vector<std::string> held_notes;
-  bool hold_notes = false;
-  so.note = [&](const std::string& line) {
-    if (hold_notes) {
-      held_notes.push_back(line);
-    } else {
-      fmt::print(stderr, "gilspy: {}\n", line);
-    }
-  };
+  HeldNotes notes;
+  SessionOptions so = o.session;
+  so.note = [&notes](const std::string& line) { notes.note(line); };
   so.loop.stats_period_s = o.interval_s;  // a snapshot per stats tick: every window ends exactly at a tick
   Session session(so);                    // errors (no such pid, not Python) before the terminal is touched
-  warn_if_rate_too_high(o.loop.rate_hz, o.loop.busy);
+  warn_if_rate_too_high(o.session.loop);
 
   const bool live = !o.batch && !o.json && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
   TopView view(o, session, live);
@@ -174,60 +236,7 @@ int run_top(const TopOptions& o) {
     session.add_sink(*files);
   }
 
-  SessionOutcome out;
-  if (!live) {
-    out = session.run();
-  } else {
-    // From here on the terminal is in key-at-a-time mode on the alternate screen; the guard puts it back on
-    // every way out of this block: the end of the run, an exception, a signal (the session turns SIGINT and
-    // SIGTERM into the end of the run).
-    std::optional<top::TerminalGuard> guard(std::in_place, STDIN_FILENO, STDOUT_FILENO);
-    asio::io_context& io = session.io_context();
-    asio::posix::stream_descriptor keyboard(io, open_keyboard());
-    std::function<void(const boost::system::error_code&)> on_key = [&](const boost::system::error_code& ec) {
-      if (ec) return;
-      char buf[256];
-      const ssize_t n = ::read(keyboard.native_handle(), buf, sizeof buf);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-        return;  // the terminal is gone: no more keys
-      if (n > 0) view.on_input(std::string_view(buf, static_cast<size_t>(n)), screen);
-      keyboard.async_wait(asio::posix::descriptor_base::wait_read, on_key);
-    };
-    keyboard.async_wait(asio::posix::descriptor_base::wait_read, on_key);
-
-    asio::signal_set winch(io, SIGWINCH);
-    std::function<void(const boost::system::error_code&, int)> on_winch =
-        [&](const boost::system::error_code& ec, int) {
-          if (ec) return;
-          view.redraw();  // at the new size; a narrow terminal drops columns (render_screen)
-          winch.async_wait(on_winch);
-        };
-    winch.async_wait(on_winch);
-
-    // Ctrl+Z: the shell gets its terminal back as it was, and the screen comes back on `fg`.
-    asio::signal_set tstp(io, SIGTSTP);
-    std::function<void(const boost::system::error_code&, int)> on_tstp =
-        [&](const boost::system::error_code& ec, int) {
-          if (ec) return;
-          guard.reset();
-          ::kill(::getpid(), SIGSTOP);  // returns once continued
-          guard.emplace(STDIN_FILENO, STDOUT_FILENO);
-          view.redraw();
-          tstp.async_wait(on_tstp);
-        };
-    tstp.async_wait(on_tstp);
-
-    view.redraw();
-    hold_notes = true;
-    out = session.run();
-    guard.reset();
-    hold_notes = false;
-    for (const std::string& line : held_notes) fmt::print(stderr, "gilspy: {}\n", line);
-    if (view.ended()) {
-      view.print_last_screen(out.launched ? "gilspy top: the program exited; these are its last figures"
-                                          : "gilspy top: the target exited; these are its last figures");
-    }
-  }
+  const SessionOutcome out = live ? run_live(session, view, screen, notes) : session.run();
   for (const std::string& line : files_written) fmt::print(stderr, "{}\n", line);
   if (!live && view.ended()) fmt::print(stderr, "gilspy top: the target exited\n");
   if (out.launched) return out.child_status ? exit_status_of(*out.child_status) : 1;

@@ -119,7 +119,7 @@ void PollLoop::coverage_step(int64_t now, Pacing& p) {
   constexpr double kLowCoverageBudgetScale = 0.5;
   // Only the budget's floor moves: with no budget (a fixed rate, --cpu-budget 0) there is nothing to
   // decide, and nothing to count in the summary.
-  if (!options_.adaptive || options_.cpu_budget <= 0) return;
+  if (options_.cpu_budget_in_force() <= 0) return;
   if (p.coverage_since >= 0 && now - p.coverage_since < kWindowNs) return;
   uint64_t seen = 0, total = 0;
   for (const Target& t : targets_) {
@@ -174,7 +174,31 @@ StopReason PollLoop::run(std::span<ProcessSampler* const> samplers, const std::a
   return run(stop);
 }
 
+double PollLoopOptions::stack_cpu_share() const {
+  if (!stacks.enabled) return 0.0;
+  const double budget = cpu_budget_in_force();
+  return budget > 0 ? std::min(stacks.cpu_share, budget / 2) : stacks.cpu_share;
+}
+
 StopReason PollLoop::run(const std::atomic<bool>& stop) {
+  take_poller_scheduling();
+  const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
+  Pacing pacing = start_pacing(period);
+  const int64_t start = monotonic_ns();
+  Timeline time = start_timeline(start, period);
+  counters_.start_ns = start;
+  const int64_t cpu_start = process_cpu_ns();
+  const StopReason reason = poll_until_stopped(stop, time, pacing);
+  const int64_t t_end = std::min(monotonic_ns(), time.end);
+  take_commands();  // a target added after the last tick still gets its end and its counters
+  for (const Target& t : targets_) t.sampler->finish(t_end);
+  emit_stats(t_end);
+  counters_.last_ns = t_end;
+  counters_.cpu_ns = process_cpu_ns() - cpu_start;
+  return reason;
+}
+
+void PollLoop::take_poller_scheduling() {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // 1 ns: the default 50 µs slack would blur a 100 µs period
   sched_param param{};
   param.sched_priority = sched_get_priority_min(SCHED_FIFO);
@@ -186,95 +210,94 @@ StopReason PollLoop::run(const std::atomic<bool>& stop) {
              ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), options_.nice) == 0) {
     counters_.scheduling = PollerScheduling::kNice;
   }
-  const int64_t period = std::max<int64_t>(1, static_cast<int64_t>(1e9 / options_.rate_hz));
-  // The budget is gilspy's whole CPU: stack reads get their share of it (at most half), the polls the rest.
-  const double budget = options_.adaptive ? options_.cpu_budget : 0.0;
-  const double stack_share = !options_.stacks.enabled ? 0.0
-                             : budget > 0             ? std::min(options_.stacks.cpu_share, budget / 2)
-                                                      : options_.stacks.cpu_share;
-  Pacing pacing{
+}
+
+PollLoop::Pacing PollLoop::start_pacing(int64_t period) const {
+  // The budget is gilspy's whole CPU: stack reads get their share of it, the polls the rest.
+  const double stack_share = options_.stack_cpu_share();
+  return {
       .schedule = PollSchedule(
           {.dense_ns = period, .adaptive = options_.adaptive, .sparse_max_ns = options_.sparse_max_ns}),
       .placement = PollerPlacement(options_.placement),
-      .budget = CpuBudget(budget, period, 2'000'000, stack_share),
+      .budget = CpuBudget(options_.cpu_budget_in_force(), period, 2'000'000, stack_share),
       .holder_cpus = std::vector<int>(options_.max_targets, -1),  // before the loop: the loop never allocates
       .stack_share = stack_share,
   };
-  const int64_t start = monotonic_ns();
-  const int64_t end =
-      options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX;
-  counters_.start_ns = start;
-  const int64_t cpu_start = process_cpu_ns();
-  // Each poll stands for a window of the schedule's step, at a random point inside it (stratified
-  // sampling): the windows tile time whatever length the schedule picks next, the sample's place in its
-  // window is independent of what the target does, so a thread's time in each state is estimated without
-  // bias at any rate, and a periodic thread cannot alias with the polls. What changed since the last poll is
-  // dated at the window's start.
-  int64_t window = start;
-  std::mt19937_64 jitter(static_cast<uint64_t>(start));  // no allocation, in the loop or here
-  int64_t deadline = start;
-  const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
-  int64_t next_stats = start + stats_period;
-  int64_t step = period;
+}
 
-  StopReason reason = StopReason::kStopped;
+// Each poll stands for a window of the schedule's step, at a random point inside it (stratified sampling):
+// the windows tile time whatever length the schedule picks next, the sample's place in its window is
+// independent of what the target does, so a thread's time in each state is estimated without bias at any
+// rate, and a periodic thread cannot alias with the polls. What changed since the last poll is dated at the
+// window's start.
+PollLoop::Timeline PollLoop::start_timeline(int64_t start, int64_t period) const {
+  const int64_t stats_period = std::max<int64_t>(1, static_cast<int64_t>(options_.stats_period_s * 1e9));
+  return {
+      .period = period,
+      .end = options_.duration_s > 0 ? start + static_cast<int64_t>(options_.duration_s * 1e9) : INT64_MAX,
+      .window = start,
+      .step = period,
+      .deadline = start,
+      .stats_period = stats_period,
+      .next_stats = start + stats_period,
+      .jitter = std::mt19937_64(static_cast<uint64_t>(start))};  // no allocation, in the loop or here
+}
+
+StopReason PollLoop::poll_until_stopped(const std::atomic<bool>& stop, Timeline& time, Pacing& pacing) {
   while (true) {
-    if (stop.load(std::memory_order_relaxed)) {
-      reason = StopReason::kStopped;
-      break;
-    }
+    if (stop.load(std::memory_order_relaxed)) return StopReason::kStopped;
     if (commands_pending_.load(std::memory_order_acquire)) take_commands();
-    if (!options_.busy) sleep_until(deadline);
+    if (!options_.busy) sleep_until(time.deadline);
     int64_t now = monotonic_ns();
-    while (now < deadline) now = monotonic_ns();  // busy mode
-    if (now >= end) {
-      reason = StopReason::kDuration;
-      break;
-    }
-    const int64_t lateness = now - deadline;
-    if (lateness > step / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
-    counters_.lateness.add(lateness);
-    if (step == period) counters_.dense_polls.fetch_add(1, std::memory_order_relaxed);
-    if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed))
-      counters_.max_lateness_ns = lateness;
-    for (Target& t : targets_) {
-      if (t.live && !t.sampler->poll(now, window)) {
-        t.live = false;
-        --live_count_;
-      }
-    }
-    counters_.polls.fetch_add(1, std::memory_order_relaxed);
-    counters_.last_ns = now;
-    if (live_count_ == 0 && options_.stop_when_targets_gone) {
-      reason = StopReason::kTargetsGone;
-      break;
-    }
-    if (now >= next_stats) {
+    while (now < time.deadline) now = monotonic_ns();  // busy mode
+    if (now >= time.end) return StopReason::kDuration;
+    count_lateness(now, time);
+    poll_targets(now, time.window);
+    if (live_count_ == 0 && options_.stop_when_targets_gone) return StopReason::kTargetsGone;
+    if (now >= time.next_stats) {
       emit_stats(now);
-      next_stats += stats_period;
+      time.next_stats += time.stats_period;
     }
-    if (pacing.budget.floor() > period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
+    if (pacing.budget.floor() > time.period) counters_.budget_limited.fetch_add(1, std::memory_order_relaxed);
     if (pacing.low_coverage) counters_.low_coverage.fetch_add(1, std::memory_order_relaxed);
-    window += step;  // the next window begins where this one ends...
-    step = next_step(now, pacing);
-    const int64_t after = monotonic_ns();
-    if (after - window >= step) {
-      // We ran over whole windows: skip them, and say so.
-      const int64_t skipped = (after - window) / step;
-      counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
-      window += skipped * step;
-    }
-    // ...and its poll comes at a random point inside it
-    deadline = window + std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(0, step - 1))(jitter);
-    if (options_.stacks.enabled) stack_work(deadline, pacing);
+    plan_next_poll(now, time, pacing);
+    if (options_.stacks.enabled) stack_work(time.deadline, pacing);
   }
-  const int64_t t_end = std::min(monotonic_ns(), end);
-  take_commands();  // a target added after the last tick still gets its end and its counters
-  for (const Target& t : targets_) t.sampler->finish(t_end);
-  emit_stats(t_end);
-  counters_.last_ns = t_end;
-  counters_.cpu_ns = process_cpu_ns() - cpu_start;
-  return reason;
+}
+
+void PollLoop::count_lateness(int64_t now, const Timeline& time) {
+  const int64_t lateness = now - time.deadline;
+  if (lateness > time.step / 5) counters_.late.fetch_add(1, std::memory_order_relaxed);
+  counters_.lateness.add(lateness);
+  if (time.step == time.period) counters_.dense_polls.fetch_add(1, std::memory_order_relaxed);
+  if (lateness > counters_.max_lateness_ns.load(std::memory_order_relaxed))
+    counters_.max_lateness_ns = lateness;
+}
+
+void PollLoop::poll_targets(int64_t now, int64_t window) {
+  for (Target& t : targets_) {
+    if (t.live && !t.sampler->poll(now, window)) {
+      t.live = false;
+      --live_count_;
+    }
+  }
+  counters_.polls.fetch_add(1, std::memory_order_relaxed);
+  counters_.last_ns = now;
+}
+
+void PollLoop::plan_next_poll(int64_t now, Timeline& time, Pacing& pacing) {
+  time.window += time.step;  // the next window begins where this one ends...
+  time.step = next_step(now, pacing);
+  const int64_t after = monotonic_ns();
+  if (after - time.window >= time.step) {
+    // We ran over whole windows: skip them, and say so.
+    const int64_t skipped = (after - time.window) / time.step;
+    counters_.missed.fetch_add(static_cast<uint64_t>(skipped), std::memory_order_relaxed);
+    time.window += skipped * time.step;
+  }
+  // ...and its poll comes at a random point inside it
+  time.deadline = time.window +
+                  std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(0, time.step - 1))(time.jitter);
 }
 
 }  // namespace gilspy::sampler

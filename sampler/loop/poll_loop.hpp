@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -24,7 +25,9 @@ namespace gilspy::sampler {
 
 struct PollLoopOptions {
   double rate_hz = 10000;  // adaptive: the rate while something may change; fixed: the rate
-  bool adaptive = true;    // poll densely only around changes (poll_schedule.hpp); false: a fixed rate
+  // Poll densely only around changes (poll_schedule.hpp); false: a fixed rate (-r, and always with --busy:
+  // target_options.cpp decides it).
+  bool adaptive = true;
   int64_t sparse_max_ns = 2'000'000;  // adaptive: the longest step while the GIL's state is steady
   double cpu_budget = 0.05;  // adaptive: gilspy's CPU, stack reads included, a share of one core; 0: none
   bool placement = true;     // keep the poll thread off the CPUs of the GIL holders (poller_placement.hpp)
@@ -48,6 +51,14 @@ struct PollLoopOptions {
   bool exact = false;
   bool exact_shadow = false;
   StackOptions stacks{};  // Python stacks and thread names, read between polls (stack_options.hpp)
+
+  // The settings derived from the ones above, each decided here only.
+  // The CPU budget in force, a share of one core: cpu_budget while polling adaptively, else 0 (a fixed rate
+  // keeps its rate whatever it costs).
+  double cpu_budget_in_force() const { return adaptive ? cpu_budget : 0.0; }
+  // Stack reads' share of a core: none without stacks; inside a budget, at most half of it (the polls get
+  // the rest).
+  double stack_cpu_share() const;
 };
 
 enum class PollerScheduling { kNormal, kNice, kRealtime };
@@ -115,6 +126,26 @@ class PollLoop {
     int64_t normal_max_floor = 0;
     bool low_coverage = false;
   };
+  // Where the loop stands in time (the poll thread's, for one run()): each poll's window, its deadline, the
+  // stats tick.
+  struct Timeline {
+    int64_t period = 0;  // the dense period, 1 / rate_hz
+    int64_t end = 0;     // the duration's end (INT64_MAX: none)
+    int64_t window = 0;  // the current window begins here...
+    int64_t step = 0;    // ...and lasts this long (the schedule's step)
+    int64_t deadline = 0;
+    int64_t stats_period = 0, next_stats = 0;
+    std::mt19937_64 jitter;  // where in its window each poll comes
+  };
+  void take_poller_scheduling();  // timer slack, SCHED_FIFO or nice (PollLoopOptions::realtime)
+  Pacing start_pacing(int64_t period) const;
+  Timeline start_timeline(int64_t start, int64_t period) const;
+  // The ticks, until stopped, the duration's end, or every target gone.
+  StopReason poll_until_stopped(const std::atomic<bool>& stop, Timeline& time, Pacing& pacing);
+  void count_lateness(int64_t now, const Timeline& time);
+  void poll_targets(int64_t now, int64_t window);  // every live target; one that ended is dropped
+  // The next window (skipping those a slow tick ran over) and the poll's random deadline in it.
+  void plan_next_poll(int64_t now, Timeline& time, Pacing& pacing);
   // Every 250 ms: while the polls see few of the hand-offs that happen (a server's request threads take
   // and drop the GIL within microseconds: 6 % of them seen at 500 Hz), gilspy keeps to half its CPU budget
   // and the budget may space the polls out to kLowCoverageMaxFloorNs; more polls would cost the target CPU
