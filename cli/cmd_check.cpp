@@ -98,8 +98,6 @@ Runner add_check_command(CLI::App& app) {
                   "check needs -p PID or a program to launch (gilspy check -- python3 app.py)");
     }
     opts->session = targets->session_options(opts->json);
-    // check has never applied --accelerator to the processes --subprocesses finds: kept as it was.
-    opts->session.accelerator_only = false;
     opts->session.loop.duration_s = opts->session.command.empty() ? *duration_s : 0;
     opts->session.loop.exact = true;
     opts->session.loop.exact_shadow = true;

@@ -37,6 +37,13 @@ bool is_command(CLI::App& app, const char* name) {
   return false;
 }
 
+// "info, record, ...": every command, in the order --help lists them, so that the error never goes stale.
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const auto* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
 // Parses the arguments; the exit code when that is the end (help, the version, a wrong argument).
 std::optional<int> parse_arguments(CLI::App& app, int argc, char** argv) {
   try {
@@ -89,10 +96,8 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   const Runners runners = add_commands(app);
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
-    std::fprintf(
-        stderr,
-        "gilspy: error: unknown command '%s' (commands: info, record, top, convert; see 'gilspy --help')\n",
-        gilspy::escape_for_terminal(argv[1]).c_str());
+    std::fprintf(stderr, "gilspy: error: unknown command '%s' (commands: %s; see 'gilspy --help')\n",
+                 gilspy::escape_for_terminal(argv[1]).c_str(), command_names(app).c_str());
     return 2;
   }
   if (const std::optional<int> code = parse_arguments(app, argc, argv)) return *code;

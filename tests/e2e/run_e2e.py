@@ -579,6 +579,12 @@ def scenario_convert_bad_input(gilspy, python):
 
 
 def scenario_bad_pid(gilspy, python):
+    # a command that does not exist: one line naming it and every command there is, usage error (2)
+    out = run_gilspy(gilspy, "recrod", "-p", 1)
+    one_line_error(out, "recrod")
+    for command in ("info", "record", "top", "convert", "check"):
+        check(command in out.stderr, f"the unknown-command error lists '{command}': {out.stderr!r}")
+    check(out.returncode == 2, f"an unknown command is a usage error (2), got {out.returncode}")
     out = run_gilspy(gilspy, "info", "-p", 999999999)
     one_line_error(out, "999999999")
     out = run_gilspy(gilspy, "record", "-p", 999999999, "-d", 1, "-o", tempfile.mkdtemp())
