@@ -22,7 +22,7 @@ std::string gc_line(const GcSettings& x) {
 }
 
 Record gc_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
-  // The same bounds as the other kinds (raw_format.cpp): times and durations within 2^60 ns, so that every
+  // The same bounds as the other kinds (record_lines.cpp): times and durations within 2^60 ns, so that every
   // sum a reader forms stays far from overflow.
   constexpr int64_t kMaxNs = int64_t{1} << 60;
   auto num = [&](size_t i) -> int64_t {

@@ -16,7 +16,7 @@ std::string dump(const json& a) {
   return a.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-constexpr int64_t kMaxNs = int64_t{1} << 60;  // as the other kinds (raw_format.cpp)
+constexpr int64_t kMaxNs = int64_t{1} << 60;  // as the other kinds (record_lines.cpp)
 constexpr size_t kMaxStackDepth = 4096;       // far above --stack-depth's largest value
 
 }  // namespace
