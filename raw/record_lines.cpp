@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "raw/counter_lines.hpp"
+#include "raw/event_fields.hpp"
 #include "raw/event_line.hpp"
 #include "raw/gc_lines.hpp"
 #include "raw/raw_format.hpp"
@@ -62,77 +63,83 @@ std::optional<std::string> record_line(const Record& r) {
       r);
 }
 
-// One event line; nullopt for ["F"], the end of the events. Throws Error(kCorrupt) naming the event.
+namespace {
+
+// A hold's, a wait's or a stop's duration, and the time in state a thread's end reports.
+int64_t gil_duration(const EventFields& f, size_t i) {
+  const int64_t d = f.integer(i);
+  if (d < 0) throw f.bad("has a negative duration");
+  if (d > kMaxEventNs) throw f.bad("has a duration out of range");
+  return d;
+}
+uint64_t gil_count(const EventFields& f, size_t i) {
+  return static_cast<uint64_t>(f.integer(i));
+}
+
+ThreadStart read_thread_start(const EventFields& f) {
+  ThreadStart r;
+  r.tid = f.integer(1);
+  r.ts = f.moment(2);
+  if (f.size() < 4 || !f[3].is_string()) throw f.bad("has no thread name");
+  r.name = f[3].get<std::string>();
+  r.tstate = f.size() > 4 && f[4].is_number_unsigned() ? f[4].get<uint64_t>() : 0;
+  r.ns_tid = f.size() > 5 && f[5].is_number_integer() ? f[5].get<int64_t>() : 0;
+  return r;
+}
+
+// The kinds of format_version 1 and 2, a letter each.
+Record read_gil_record(const EventFields& f, char kind) {
+  switch (kind) {
+    case 'T':
+      return read_thread_start(f);
+    case 'H':
+      return Hold{.tid = f.integer(1), .ts = f.moment(2), .dur = gil_duration(f, 3)};
+    case 'W':
+      return Wait{.tid = f.integer(1), .ts = f.moment(2), .dur = gil_duration(f, 3)};
+    case 'N':
+      return Waiters{.ts = f.moment(1), .n = gil_count(f, 2)};
+    case 'E':
+      return ThreadEnd{
+          .tid = f.integer(1), .ts = f.moment(2), .state_se_ns = f.size() > 3 ? gil_duration(f, 3) : -1};
+    case 'S':
+      return Stats{.ts = f.moment(1),
+                   .polls = gil_count(f, 2),
+                   .late = gil_count(f, 3),
+                   .missed = gil_count(f, 4),
+                   .handoffs_seen = gil_count(f, 5),
+                   .handoffs_total = gil_count(f, 6)};
+    case 'P':
+      return ProcessStopped{.ts = f.integer(1), .dur = gil_duration(f, 2)};
+    default:
+      throw f.bad("has an unknown kind " + f[0].dump(-1, ' ', true, json::error_handler_t::replace));
+  }
+}
+
+// One letter, or two (format_version 3: the GC kinds "G?", the stack kinds "F?" and "K?"; the counters' "CD"
+// and "CS" are known before this is asked).
+bool tag_has_kind_shape(const std::string& tag) {
+  return tag.size() == 1 || (tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K' || tag[0] == 'G'));
+}
+
+}  // namespace
+
 std::optional<Record> record_from_json(const json& a, size_t index, const std::string& name) {
-  auto bad = [&](const std::string& why) -> Error {
+  const BadEvent bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::kCorrupt, name + ": event #" + std::to_string(index + 1) + " " + why);
   };
-  // One letter, or two (format_version 3: the GC kinds "G?", the stack kinds "F?" and "K?", the counters'
-  // "CD" and "CS").
   const std::string tag = a.is_array() && !a.empty() && a[0].is_string() ? a[0].get<std::string>() : "";
   if (is_counter_kind(tag)) return counter_record_from_json(a, bad);
-  if (tag.empty() ||
-      (tag.size() != 1 && !(tag.size() == 2 && (tag[0] == 'F' || tag[0] == 'K' || tag[0] == 'G')))) {
-    throw bad("is not [\"<kind>\", ...]");
-  }
-  // The garbage collector's kinds (format_version 3): "G", "GI", "GC", "GS" (raw/gc_lines.cpp).
-  if (tag[0] == 'G') return gc_record_from_json(a, bad);
-  auto num = [&](size_t i) -> int64_t {
-    if (i >= a.size() || !a[i].is_number_integer())
-      throw bad("has no integer at position " + std::to_string(i));
-    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      throw bad("has a number out of range at position " + std::to_string(i));
-    }
-    return a[i].get<int64_t>();
-  };
-  auto count = [&](size_t i) { return static_cast<uint64_t>(num(i)); };
-  auto moment = [&](size_t i) {
-    const int64_t t = num(i);
-    if (t < -kMaxEventNs || t > kMaxEventNs)
-      throw bad("has a time out of range at position " + std::to_string(i));
-    return t;
-  };
-  auto duration = [&](size_t i) {
-    const int64_t d = num(i);
-    if (d < 0) throw bad("has a negative duration");
-    if (d > kMaxEventNs) throw bad("has a duration out of range");
-    return d;
-  };
-  switch (a[0].get<std::string>()[0]) {
-    case 'T': {
-      ThreadStart r;
-      r.tid = num(1);
-      r.ts = moment(2);
-      if (a.size() < 4 || !a[3].is_string()) throw bad("has no thread name");
-      r.name = a[3].get<std::string>();
-      r.tstate = a.size() > 4 && a[4].is_number_unsigned() ? a[4].get<uint64_t>() : 0;
-      r.ns_tid = a.size() > 5 && a[5].is_number_integer() ? a[5].get<int64_t>() : 0;
-      return r;
-    }
-    case 'H':
-      return Hold{.tid = num(1), .ts = moment(2), .dur = duration(3)};
-    case 'W':
-      return Wait{.tid = num(1), .ts = moment(2), .dur = duration(3)};
-    case 'N':
-      return Waiters{.ts = moment(1), .n = count(2)};
-    case 'E':
-      return ThreadEnd{.tid = num(1), .ts = moment(2), .state_se_ns = a.size() > 3 ? duration(3) : -1};
-    case 'S':
-      return Stats{.ts = moment(1),
-                   .polls = count(2),
-                   .late = count(3),
-                   .missed = count(4),
-                   .handoffs_seen = count(5),
-                   .handoffs_total = count(6)};
-    case 'P':
-      return ProcessStopped{.ts = num(1), .dur = duration(2)};
+  if (!tag_has_kind_shape(tag)) throw bad("is not [\"<kind>\", ...]");
+  switch (tag[0]) {
+    case 'G':  // "G", "GI", "GC", "GS" (raw/gc_lines.cpp)
+      return gc_record_from_json(a, bad);
     case 'F':
       if (tag.size() == 1 && a.size() == 1) return std::nullopt;  // ["F"]: the end of the events
       return stack_record_from_json(a, tag, bad);
     case 'K':
       return stack_record_from_json(a, tag, bad);
     default:
-      throw bad("has an unknown kind " + a[0].dump(-1, ' ', true, json::error_handler_t::replace));
+      return read_gil_record(EventFields(a, bad), tag[0]);
   }
 }
 
