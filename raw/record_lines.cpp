@@ -65,7 +65,7 @@ std::optional<std::string> record_line(const Record& r) {
 
 namespace {
 
-// A hold's, a wait's or a stop's duration, and the time in state a thread's end reports.
+// A hold's, a wait's or a stop's duration (and a thread end's state_se_ns, held to the same bounds).
 int64_t gil_duration(const EventFields& f, size_t i) {
   const int64_t d = f.integer(i);
   if (d < 0) throw f.bad("has a negative duration");
