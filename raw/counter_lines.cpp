@@ -3,6 +3,8 @@
 #include <climits>
 #include <cstdint>
 
+#include "raw/event_fields.hpp"
+
 namespace gilspy::raw {
 
 using nlohmann::json;
@@ -52,88 +54,97 @@ std::string thread_switches_line(const ThreadSwitches& r) {
   return json::array({"CS", r.tid, r.ts, r.voluntary, r.involuntary}).dump();
 }
 
-Record counter_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
-  auto num = [&](size_t i) -> int64_t {
-    if (i >= a.size() || !a[i].is_number_integer())
-      throw bad("has no integer at position " + std::to_string(i));
-    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      throw bad("has a number out of range at position " + std::to_string(i));
-    }
-    return a[i].get<int64_t>();
-  };
-  auto bounded = [&](size_t i, int64_t low) {
-    const int64_t v = num(i);
-    if (v < low || v > kMaxFigure) throw bad("has a figure out of range at position " + std::to_string(i));
-    return v;
-  };
-  auto figure = [&](size_t i) { return bounded(i, 0); };
-  auto moment = [&](size_t i) { return bounded(i, -kMaxFigure); };
-  const std::string kind = a[0].get<std::string>();
-  if (kind == "CS") {
-    return ThreadSwitches{.tid = num(1),
-                          .ts = moment(2),
-                          .voluntary = static_cast<uint64_t>(figure(3)),
-                          .involuntary = static_cast<uint64_t>(figure(4))};
+namespace {
+
+// A figure of a counter line: within [0, kMaxFigure].
+int64_t counter_figure(const EventFields& f, size_t i) {
+  return f.within(i, 0, kMaxFigure, "a figure");
+}
+int64_t counter_moment(const EventFields& f, size_t i) {
+  return f.within(i, -kMaxFigure, kMaxFigure, "a figure");
+}
+// A count that the record holds in 32 bits.
+uint32_t counter_small(const EventFields& f, size_t i) {
+  const int64_t v = counter_figure(f, i);
+  if (v > UINT32_MAX) throw f.bad("has a count out of range at position " + std::to_string(i));
+  return static_cast<uint32_t>(v);
+}
+
+ThreadSwitches read_thread_switches(const EventFields& f) {
+  return ThreadSwitches{.tid = f.integer(1),
+                        .ts = counter_moment(f, 2),
+                        .voluntary = static_cast<uint64_t>(counter_figure(f, 3)),
+                        .involuntary = static_cast<uint64_t>(counter_figure(f, 4))};
+}
+
+CounterSetup read_counter_setup(const EventFields& f) {
+  CounterSetup r;
+  r.ts = counter_moment(f, 1);
+  if (f.size() < 3 || !f[2].is_array()) throw f.bad("has no list of counters");
+  if (f[2].size() > kMaxCounterValues)
+    throw f.bad("names more than " + std::to_string(kMaxCounterValues) + " counters");
+  for (const json& name : f[2]) {
+    if (!name.is_string()) throw f.bad("has a counter name that is not a string");
+    r.kinds[r.count++] = counter_kind_named(name.get<std::string>()).value_or(CounterKind::kUnknown);
   }
-  if (kind == "CD") {
-    CounterSetup r;
-    r.ts = moment(1);
-    if (a.size() < 3 || !a[2].is_array()) throw bad("has no list of counters");
-    if (a[2].size() > kMaxCounterValues)
-      throw bad("names more than " + std::to_string(kMaxCounterValues) + " counters");
-    for (const json& name : a[2]) {
-      if (!name.is_string()) throw bad("has a counter name that is not a string");
-      r.kinds[r.count++] = counter_kind_named(name.get<std::string>()).value_or(CounterKind::kUnknown);
-    }
-    if (a.size() > 3 && a[3].is_object()) {
-      for (const auto& [name, why] : a[3].items()) {
-        r.unavailable.emplace_back(name, why.is_string() ? why.get<std::string>() : why.dump());
-      }
-    }
-    r.perf_threads_max = a.size() > 4 ? figure(4) : 0;
-    return r;
-  }
-  CounterSample r;
-  r.tid = num(1);
-  r.ts = moment(2);
-  r.dur = figure(3);
-  if (a.size() < 5 || !a[4].is_string()) throw bad("has no GIL role");
-  const std::string role = a[4].get<std::string>();
-  if (role == "H") {
-    r.role = GilRole::kHolding;
-  } else if (role == "W") {
-    r.role = GilRole::kWaiting;
-  } else if (role == "R") {
-    r.role = GilRole::kReleased;
-  } else {
-    throw bad("has an unknown GIL role");
-  }
-  auto small = [&](size_t i) {
-    const int64_t v = figure(i);
-    if (v > UINT32_MAX) throw bad("has a count out of range at position " + std::to_string(i));
-    return static_cast<uint32_t>(v);
-  };
-  r.time_ns = figure(5);
-  r.cpu_ns = figure(6);
-  r.run_delay_ns = figure(7);
-  r.slices = small(8);
-  r.holds = small(9);
-  r.preempted_holds = small(10);
-  r.preempted_ns = figure(11);
-  // The counter values, in a list of their own so that fields can still be appended to the line.
-  if (a.size() > 12) {
-    const json& values = a[12];
-    if (!values.is_array()) throw bad("has no list of counter values");
-    // More than kMaxCounterValues cannot come from a "CD" line this reader accepted: refused, not cut.
-    if (values.size() > kMaxCounterValues) throw bad("has more counter values than a thread can have");
-    for (const json& v : values) {
-      if (!v.is_number_unsigned() || v.get<uint64_t>() > static_cast<uint64_t>(kMaxFigure)) {
-        throw bad("has a counter value out of range");
-      }
-      r.values[r.count++] = v.get<uint64_t>();
+  if (f.size() > 3 && f[3].is_object()) {
+    for (const auto& [name, why] : f[3].items()) {
+      r.unavailable.emplace_back(name, why.is_string() ? why.get<std::string>() : why.dump());
     }
   }
+  r.perf_threads_max = f.size() > 4 ? counter_figure(f, 4) : 0;
   return r;
+}
+
+GilRole read_counter_role(const EventFields& f, size_t i) {
+  if (f.size() <= i || !f[i].is_string()) throw f.bad("has no GIL role");
+  const std::string role = f[i].get<std::string>();
+  if (role == "H") return GilRole::kHolding;
+  if (role == "W") return GilRole::kWaiting;
+  if (role == "R") return GilRole::kReleased;
+  throw f.bad("has an unknown GIL role");
+}
+
+// The counter values, in a list of their own so that fields can still be appended to the line.
+void read_counter_values(const EventFields& f, size_t i, CounterSample& r) {
+  if (f.size() <= i) return;
+  const json& values = f[i];
+  if (!values.is_array()) throw f.bad("has no list of counter values");
+  // More than kMaxCounterValues cannot come from a "CD" line this reader accepted: refused, not cut.
+  if (values.size() > kMaxCounterValues) throw f.bad("has more counter values than a thread can have");
+  for (const json& v : values) {
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > static_cast<uint64_t>(kMaxFigure)) {
+      throw f.bad("has a counter value out of range");
+    }
+    r.values[r.count++] = v.get<uint64_t>();
+  }
+}
+
+CounterSample read_counter_sample(const EventFields& f) {
+  CounterSample r;
+  r.tid = f.integer(1);
+  r.ts = counter_moment(f, 2);
+  r.dur = counter_figure(f, 3);
+  r.role = read_counter_role(f, 4);
+  r.time_ns = counter_figure(f, 5);
+  r.cpu_ns = counter_figure(f, 6);
+  r.run_delay_ns = counter_figure(f, 7);
+  r.slices = counter_small(f, 8);
+  r.holds = counter_small(f, 9);
+  r.preempted_holds = counter_small(f, 10);
+  r.preempted_ns = counter_figure(f, 11);
+  read_counter_values(f, 12, r);
+  return r;
+}
+
+}  // namespace
+
+Record counter_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
+  const EventFields f(a, bad);
+  const std::string kind = a[0].get<std::string>();
+  if (kind == "CS") return read_thread_switches(f);
+  if (kind == "CD") return read_counter_setup(f);
+  return read_counter_sample(f);
 }
 
 namespace {

@@ -1,8 +1,8 @@
 #pragma once
 // The raw lines of the counter records (format_version 3): "CD" (which counters the "C" lines carry, and the
 // ones asked for that could not be counted), "C" (one thread's scheduler figures and counters over a stretch
-// in one GIL role) and "CS" (a thread's voluntary / involuntary switches so far). raw_format.cpp calls these
-// for those kinds; docs/raw-format.md describes the lines.
+// in one GIL role) and "CS" (a thread's voluntary / involuntary switches so far). record_lines.cpp calls
+// these for those kinds; docs/raw-format.md describes the lines.
 #include <cstddef>
 #include <functional>
 #include <string>

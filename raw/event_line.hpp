@@ -1,8 +1,8 @@
 #pragma once
-// Inside raw/: what the two readers of raw files share. raw_format.cpp's SAX reader reads anything JSON and
-// says precisely what is wrong where; fast_reader.cpp reads files exactly as the Writer writes them, line by
-// line, and hands anything else to the SAX reader. Both apply the same limits and turn an event into a Record
-// the same way.
+// Inside raw/: what the two readers of raw files share. sax_reader.cpp reads anything JSON and says precisely
+// what is wrong where; fast_reader.cpp reads files exactly as the Writer writes them, line by line, and hands
+// anything else to the SAX reader. Both apply the same limits and turn an event into a Record the same way
+// (record_lines.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -214,6 +214,93 @@ const int64_t* duration_of(const Record& r) {
   return nullptr;
 }
 
+// Each step below reads its part of the file as the Writer writes it (raw_format.hpp), or says it cannot
+// vouch for it (nullopt, false).
+
+// {"format":"gilspy-raw","format_version":N,
+std::optional<int64_t> fast_head_version(LineReader& lines) {
+  bool terminated = false;
+  const auto line = lines.next(&terminated);
+  constexpr std::string_view kHead = R"({"format":"gilspy-raw","format_version":)";
+  if (!line || !terminated || !starts_with(*line, kHead) || !ends_with(*line, ",")) return std::nullopt;
+  const std::string_view version_text = line->substr(kHead.size(), line->size() - kHead.size() - 1);
+  size_t vi = 0;
+  int64_t version = 0;
+  if (!parse_int(version_text, vi, version) || vi != version_text.size() || version < 0 ||
+      version > kFormatVersion) {
+    return std::nullopt;
+  }
+  return version;
+}
+
+// "meta":{...},
+std::optional<Meta> fast_meta(LineReader& lines) {
+  bool terminated = false;
+  const auto line = lines.next(&terminated);
+  if (!line || !terminated || !starts_with(*line, "\"meta\":{") || !ends_with(*line, "},"))
+    return std::nullopt;
+  const auto meta_json = parse_value(line->substr(7, line->size() - 8));
+  if (!meta_json) return std::nullopt;
+  try {
+    return meta_from_json(*meta_json);
+  } catch (const Error&) {
+    return std::nullopt;  // the SAX reader names what is missing
+  }
+}
+
+// One event line without its ',': the hand-parsed kinds, else through nlohmann::json.
+bool fast_event(std::string_view event, size_t index, const std::string& name, Record& r) {
+  const Fast how = fast_record(event, r);
+  if (how != Fast::kGeneric) return how == Fast::kRecord;
+  const auto a = parse_value(event);
+  if (!a) return false;
+  std::optional<Record> parsed;
+  try {
+    parsed = record_from_json(*a, index, name);
+  } catch (const Error&) {
+    return false;
+  }
+  if (!parsed) return false;  // an end marker before the end
+  r = std::move(*parsed);
+  return true;
+}
+
+// "events":[, one event a line, then the end marker. `delivered` counts the records handed to on_record.
+bool fast_events(LineReader& lines, const std::string& name,
+                 const std::function<void(const Record&)>& on_record, size_t& delivered) {
+  bool terminated = false;
+  auto line = lines.next(&terminated);
+  if (!line || !terminated || *line != "\"events\":[") return false;
+  int64_t total_duration_ns = 0;
+  Record r;
+  for (;;) {
+    line = lines.next(&terminated);
+    if (!line || !terminated) return false;
+    if (*line == R"(["F"]],)") return true;
+    if (line->empty() || line->back() != ',') return false;
+    if (!fast_event(line->substr(0, line->size() - 1), delivered, name, r)) return false;
+    if (const int64_t* dur = duration_of(r)) {
+      total_duration_ns += *dur;  // each is at most 2^60: no overflow before the check
+      if (total_duration_ns > kMaxTotalDurationNs) return false;
+    }
+    ++delivered;
+    on_record(r);
+  }
+}
+
+// "summary":{...}}   and nothing after it
+std::optional<json> fast_summary(LineReader& lines) {
+  bool terminated = false;
+  const auto line = lines.next(&terminated);
+  if (!line || !terminated || !starts_with(*line, "\"summary\":{") || !ends_with(*line, "}}") ||
+      !lines.at_end()) {
+    return std::nullopt;
+  }
+  auto summary = parse_value(line->substr(10, line->size() - 11));
+  if (!summary || !summary->is_object()) return std::nullopt;
+  return summary;
+}
+
 }  // namespace
 
 FastRead read_fast(std::istream& in, const std::string& name, const std::function<void(const Meta&)>& on_meta,
@@ -231,73 +318,17 @@ FastRead read_fast(std::istream& in, const std::string& name, const std::functio
     out.result.reset();
     return out;
   };
-  bool terminated = false;
-  auto line = lines.next(&terminated);
-  // {"format":"gilspy-raw","format_version":N,
-  constexpr std::string_view kHead = R"({"format":"gilspy-raw","format_version":)";
-  if (!line || !terminated || !starts_with(*line, kHead) || !ends_with(*line, ",")) return give_up();
-  const std::string_view version_text = line->substr(kHead.size(), line->size() - kHead.size() - 1);
-  size_t vi = 0;
-  int64_t version = 0;
-  if (!parse_int(version_text, vi, version) || vi != version_text.size() || version < 0 ||
-      version > kFormatVersion) {
-    return give_up();
-  }
-  // "meta":{...},
-  line = lines.next(&terminated);
-  if (!line || !terminated || !starts_with(*line, "\"meta\":{") || !ends_with(*line, "},")) return give_up();
-  const auto meta_json = parse_value(line->substr(7, line->size() - 8));
-  if (!meta_json) return give_up();
-  Meta meta;
-  try {
-    meta = meta_from_json(*meta_json);
-  } catch (const Error&) {
-    return give_up();  // the SAX reader names what is missing
-  }
+  const auto version = fast_head_version(lines);
+  if (!version) return give_up();
+  const auto meta = fast_meta(lines);
+  if (!meta) return give_up();
   out.meta_delivered = true;
-  on_meta(meta);
-  // "events":[
-  line = lines.next(&terminated);
-  if (!line || !terminated || *line != "\"events\":[") return give_up();
-  int64_t total_duration_ns = 0;
-  Record r;
-  for (;;) {
-    line = lines.next(&terminated);
-    if (!line || !terminated) return give_up();
-    if (*line == R"(["F"]],)") break;
-    if (line->empty() || line->back() != ',') return give_up();
-    const std::string_view event = line->substr(0, line->size() - 1);
-    const Fast how = fast_record(event, r);
-    if (how == Fast::kGiveUp) return give_up();
-    if (how == Fast::kGeneric) {
-      const auto a = parse_value(event);
-      if (!a) return give_up();
-      std::optional<Record> parsed;
-      try {
-        parsed = record_from_json(*a, out.records_delivered, name);
-      } catch (const Error&) {
-        return give_up();
-      }
-      if (!parsed) return give_up();  // an end marker before the end
-      r = std::move(*parsed);
-    }
-    if (const int64_t* dur = duration_of(r)) {
-      total_duration_ns += *dur;  // each is at most 2^60: no overflow before the check
-      if (total_duration_ns > kMaxTotalDurationNs) return give_up();
-    }
-    ++out.records_delivered;
-    on_record(r);
-  }
-  // "summary":{...}}   and nothing after it
-  line = lines.next(&terminated);
-  if (!line || !terminated || !starts_with(*line, "\"summary\":{") || !ends_with(*line, "}}") ||
-      !lines.at_end()) {
-    return give_up();
-  }
-  auto summary = parse_value(line->substr(10, line->size() - 11));
-  if (!summary || !summary->is_object()) return give_up();
+  on_meta(*meta);
+  if (!fast_events(lines, name, on_record, out.records_delivered)) return give_up();
+  auto summary = fast_summary(lines);
+  if (!summary) return give_up();
   ReadResult result;
-  result.format_version = static_cast<int>(version);
+  result.format_version = static_cast<int>(*version);
   result.complete = true;
   result.records = out.records_delivered;
   result.summary = std::move(*summary);

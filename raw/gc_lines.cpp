@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "raw/event_fields.hpp"
+
 namespace gilspy::raw {
 
 using nlohmann::json;
@@ -22,24 +24,13 @@ std::string gc_line(const GcSettings& x) {
 }
 
 Record gc_record_from_json(const json& a, const std::function<Error(const std::string&)>& bad) {
-  // The same bounds as the other kinds (raw_format.cpp): times and durations within 2^60 ns, so that every
+  // The same bounds as the other kinds (event_line.hpp): times and durations within 2^60 ns, so that every
   // sum a reader forms stays far from overflow.
-  constexpr int64_t kMaxNs = int64_t{1} << 60;
-  auto num = [&](size_t i) -> int64_t {
-    if (i >= a.size() || !a[i].is_number_integer())
-      throw bad("has no integer at position " + std::to_string(i));
-    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      throw bad("has a number out of range at position " + std::to_string(i));
-    }
-    return a[i].get<int64_t>();
-  };
-  auto within = [&](size_t i, int64_t lo, int64_t hi) {
-    const int64_t v = num(i);
-    if (v < lo || v > hi) throw bad("has a value out of range at position " + std::to_string(i));
-    return v;
-  };
-  auto moment = [&](size_t i) { return within(i, -kMaxNs, kMaxNs); };
-  auto duration = [&](size_t i) { return within(i, 0, kMaxNs); };
+  const EventFields f(a, bad);
+  auto num = [&](size_t i) { return f.integer(i); };
+  auto within = [&](size_t i, int64_t lo, int64_t hi) { return f.within(i, lo, hi, "a value"); };
+  auto moment = [&](size_t i) { return within(i, -kMaxEventNs, kMaxEventNs); };
+  auto duration = [&](size_t i) { return within(i, 0, kMaxEventNs); };
   auto count = [&](size_t i) { return static_cast<uint64_t>(within(i, 0, INT64_MAX)); };
   auto generation = [&](size_t i, int32_t lowest) { return static_cast<int32_t>(within(i, lowest, 2)); };
   const std::string tag = a[0].get<std::string>();
@@ -52,7 +43,7 @@ Record gc_record_from_json(const json& a, const std::function<Error(const std::s
                    .uncollectable = count(6),
                    .waiters = count(7),
                    .wait_ns = duration(8),
-                   .hold_lead = within(9, -1, kMaxNs),
+                   .hold_lead = within(9, -1, kMaxEventNs),
                    .held_dur = duration(10),
                    .held_from = a.size() > 11 ? duration(11) : 0};  // absent in format 3's first files
     if (r.held_from > r.dur || r.held_dur > r.dur - r.held_from)

@@ -3,8 +3,8 @@
 // session moves them onto the recording's timeline (ns since meta.clock.monotonic_ns) and hands them to
 // sinks; the raw writer and reader (raw_format.hpp), the summary and `convert` take the same types.
 //
-// Adding a kind: a struct here, an alternative in Record, its line in raw_format.cpp (or a note that the raw
-// file skips it), and the consumers that care (summary.cpp, convert/, cli/ sinks); std::visit with
+// Adding a kind: a struct here, an alternative in Record, its line in record_lines.cpp (or a note that the
+// raw file skips it), and the consumers that care (summary.cpp, convert/, cli/ sinks); std::visit with
 // overloaded{} makes the compiler list every place that must decide. Fields are only ever appended to a raw
 // line, so an older reader still reads a newer file's records of a kind it knows.
 //

@@ -1,8 +1,10 @@
 #include "raw/stack_lines.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/error.hpp"
+#include "raw/event_fields.hpp"
 
 namespace gilspy::raw {
 
@@ -16,8 +18,7 @@ std::string dump(const json& a) {
   return a.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-constexpr int64_t kMaxNs = int64_t{1} << 60;  // as the other kinds (raw_format.cpp)
-constexpr size_t kMaxStackDepth = 4096;       // far above --stack-depth's largest value
+constexpr size_t kMaxStackDepth = 4096;  // far above --stack-depth's largest value
 
 }  // namespace
 
@@ -38,88 +39,83 @@ std::string stack_line(const StackStats& r) {
                            r.frames, r.bytes, r.read_ns, r.name_reads, r.reused}));
 }
 
+namespace {
+
+uint32_t stack_id(const EventFields& f, size_t i) {
+  return static_cast<uint32_t>(f.within(i, 1, UINT32_MAX, "an id"));
+}
+int32_t stack_line_number(const EventFields& f, size_t i) {
+  return static_cast<int32_t>(f.within(i, -1, INT32_MAX, "a line number"));
+}
+// A cost figure of "KC"; fields past the line's end (a shorter line of an older writer) are 0.
+uint64_t stack_cost(const EventFields& f, size_t i) {
+  return i < f.size() ? static_cast<uint64_t>(std::max<int64_t>(0, f.integer(i))) : 0;
+}
+
+FrameDef read_frame_def(const EventFields& f) {
+  return FrameDef{.id = stack_id(f, 1),
+                  .ts = f.moment(2),
+                  .qualname = f.text(3),
+                  .file = f.text(4),
+                  .line = stack_line_number(f, 5),
+                  .first_line = stack_line_number(f, 6)};
+}
+
+StackDef read_stack_def(const EventFields& f) {
+  StackDef s{.id = stack_id(f, 1), .ts = f.moment(2), .truncated = f.integer(3) != 0, .frames = {}};
+  if (f.size() < 5 || !f[4].is_array() || f[4].size() > kMaxStackDepth) throw f.bad("has no list of frames");
+  for (const json& frame : f[4]) {
+    if (!frame.is_number_unsigned() || frame.get<uint64_t>() == 0 || frame.get<uint64_t>() > UINT32_MAX) {
+      throw f.bad("has a frame id out of range");
+    }
+    s.frames.push_back(frame.get<uint32_t>());
+  }
+  return s;
+}
+
+ThreadName read_thread_name(const EventFields& f) {
+  return ThreadName{.tid = f.integer(1),
+                    .ts = f.moment(2),
+                    .name = f.text(3),
+                    .text_id = 0,
+                    .os_name = f.size() > 4 ? f.text(4) : std::string()};
+}
+
+StackSample read_stack_sample(const EventFields& f) {
+  const std::string role = f.text(4);  // checked before the other fields
+  if (role != "h" && role != "w") throw f.bad("has a role that is not \"h\" or \"w\"");
+  return StackSample{.tid = f.integer(1),
+                     .ts = f.moment(2),
+                     .since = f.moment(3),
+                     .role = role == "w" ? GilRole::kWaiting : GilRole::kHolding,
+                     .stack = stack_id(f, 5)};
+}
+
+StackStats read_stack_stats(const EventFields& f) {
+  return StackStats{.ts = f.moment(1),
+                    .walks = stack_cost(f, 2),
+                    .samples = stack_cost(f, 3),
+                    .torn = stack_cost(f, 4),
+                    .invalid = stack_cost(f, 5),
+                    .skipped = stack_cost(f, 6),
+                    .truncated = stack_cost(f, 7),
+                    .frames = stack_cost(f, 8),
+                    .bytes = stack_cost(f, 9),
+                    .read_ns = stack_cost(f, 10),
+                    .name_reads = stack_cost(f, 11),
+                    .reused = stack_cost(f, 12)};
+}
+
+}  // namespace
+
 Record stack_record_from_json(const json& a, const std::string& tag,
                               const std::function<Error(const std::string&)>& bad) {
-  auto integer = [&](size_t i) -> int64_t {
-    if (i >= a.size() || !a[i].is_number_integer())
-      throw bad("has no integer at position " + std::to_string(i));
-    if (a[i].is_number_unsigned() && a[i].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      throw bad("has a number out of range at position " + std::to_string(i));
-    }
-    return a[i].get<int64_t>();
-  };
-  auto moment = [&](size_t i) {
-    const int64_t t = integer(i);
-    if (t < -kMaxNs || t > kMaxNs) throw bad("has a time out of range at position " + std::to_string(i));
-    return t;
-  };
-  auto id = [&](size_t i) {
-    const int64_t v = integer(i);
-    if (v <= 0 || v > UINT32_MAX) throw bad("has an id out of range at position " + std::to_string(i));
-    return static_cast<uint32_t>(v);
-  };
-  auto line_number = [&](size_t i) {
-    const int64_t v = integer(i);
-    if (v < -1 || v > INT32_MAX) throw bad("has a line number out of range at position " + std::to_string(i));
-    return static_cast<int32_t>(v);
-  };
-  auto text = [&](size_t i) {
-    if (i >= a.size() || !a[i].is_string()) throw bad("has no string at position " + std::to_string(i));
-    return a[i].get<std::string>();
-  };
-  auto count = [&](size_t i) {
-    return i < a.size() ? static_cast<uint64_t>(std::max<int64_t>(0, integer(i))) : 0;
-  };
-  if (tag == "F") {
-    return FrameDef{.id = id(1),
-                    .ts = moment(2),
-                    .qualname = text(3),
-                    .file = text(4),
-                    .line = line_number(5),
-                    .first_line = line_number(6)};
-  }
-  if (tag == "FS") {
-    StackDef s{.id = id(1), .ts = moment(2), .truncated = integer(3) != 0, .frames = {}};
-    if (a.size() < 5 || !a[4].is_array() || a[4].size() > kMaxStackDepth) throw bad("has no list of frames");
-    for (size_t i = 0; i < a[4].size(); ++i) {
-      const json& f = a[4][i];
-      if (!f.is_number_unsigned() || f.get<uint64_t>() == 0 || f.get<uint64_t>() > UINT32_MAX) {
-        throw bad("has a frame id out of range");
-      }
-      s.frames.push_back(f.get<uint32_t>());
-    }
-    return s;
-  }
-  if (tag == "KN") {
-    return ThreadName{.tid = integer(1),
-                      .ts = moment(2),
-                      .name = text(3),
-                      .text_id = 0,
-                      .os_name = a.size() > 4 ? text(4) : std::string()};
-  }
-  if (tag == "K") {
-    const std::string role = text(4);
-    if (role != "h" && role != "w") throw bad("has a role that is not \"h\" or \"w\"");
-    return StackSample{.tid = integer(1),
-                       .ts = moment(2),
-                       .since = moment(3),
-                       .role = role == "w" ? GilRole::kWaiting : GilRole::kHolding,
-                       .stack = id(5)};
-  }
-  if (tag == "KC") {
-    return StackStats{.ts = moment(1),
-                      .walks = count(2),
-                      .samples = count(3),
-                      .torn = count(4),
-                      .invalid = count(5),
-                      .skipped = count(6),
-                      .truncated = count(7),
-                      .frames = count(8),
-                      .bytes = count(9),
-                      .read_ns = count(10),
-                      .name_reads = count(11),
-                      .reused = count(12)};
-  }
+  const EventFields f(a, bad);
+  if (tag == "F") return read_frame_def(f);
+  if (tag == "FS") return read_stack_def(f);
+  if (tag == "KN") return read_thread_name(f);
+  if (tag == "K") return read_stack_sample(f);
+  if (tag == "KC") return read_stack_stats(f);
   throw bad("has an unknown kind " + dump(a[0]));
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The raw lines of the stack and thread-name record kinds (raw/records.hpp: FrameDef "F", StackDef "FS",
-// ThreadName "KN", StackSample "K", StackStats "KC"; format_version 3). Kept apart from raw_format.cpp, which
-// calls these for its kinds.
+// ThreadName "KN", StackSample "K", StackStats "KC"; format_version 3). Kept apart from record_lines.cpp,
+// which calls these for its kinds.
 #include <cstddef>
 #include <functional>
 #include <optional>

@@ -24,50 +24,11 @@ void SummaryBuilder::add(const Record& r) {
   if (std::holds_alternative<ThreadState>(r)) return;
   stacks_.add(r);
   last_ts_ = std::max(last_ts_, end_of(r));
-  auto thread = [&](int64_t tid) -> ThreadSummary& {
-    auto [it, inserted] = threads_.try_emplace(tid);
-    if (inserted) {
-      it->second.tid = tid;
-      order_.push_back(tid);
-    }
-    return it->second;
-  };
-  auto interval = [&](int64_t tid, int64_t ts, int64_t dur) -> ThreadSummary& {
-    ThreadSummary& t = thread(tid);
-    if (t.first_ns < 0 || ts < t.first_ns) t.first_ns = ts;
-    t.last_ns = std::max(t.last_ns, ts + dur);
-    return t;
-  };
   std::visit(overloaded{
-                 [&](const ThreadStart& x) {
-                   ThreadSummary& t = thread(x.tid);
-                   t.name = x.name;  // a ThreadName (the Python name) comes after it
-                   t.os_name = x.name;
-                   if (t.first_ns < 0 || x.ts < t.first_ns) t.first_ns = x.ts;
-                   t.last_ns = std::max(t.last_ns, x.ts);
-                 },
-                 [&](const ThreadEnd& x) {
-                   ThreadSummary& t = thread(x.tid);
-                   t.last_ns = std::max(t.last_ns, x.ts);
-                   if (x.state_se_ns >= 0) {
-                     const double se = static_cast<double>(x.state_se_ns);
-                     t.state_var_ns2 = std::max(0.0, t.state_var_ns2) + se * se;
-                   }
-                   if (threads_.size() > kKeptThreads) fold(x.tid);
-                 },
-                 [&](const Hold& x) {
-                   ThreadSummary& t = interval(x.tid, x.ts, x.dur);
-                   t.hold_ns += x.dur;
-                   ++t.holds;
-                   t.longest_hold_ns = std::max(t.longest_hold_ns, x.dur);
-                   total_hold_ns_ += x.dur;
-                 },
-                 [&](const Wait& x) {
-                   ThreadSummary& t = interval(x.tid, x.ts, x.dur);
-                   t.wait_ns += x.dur;
-                   ++t.waits;
-                   t.longest_wait_ns = std::max(t.longest_wait_ns, x.dur);
-                 },
+                 [&](const ThreadStart& x) { add_thread_start(x); },
+                 [&](const ThreadEnd& x) { add_thread_end(x); },
+                 [&](const Hold& x) { add_hold(x); },
+                 [&](const Wait& x) { add_wait(x); },
                  [&](const Stats& x) { stats_ = x; },
                  [&](const ProcessStopped& x) {
                    stopped_ns_ += x.dur;
@@ -80,7 +41,7 @@ void SummaryBuilder::add(const Record& r) {
                  [&](const GcCounts& x) { gc_.add(x); },
                  [&](const GcSettings& x) { gc_.add(x); },
                  [&](const ThreadName& x) {
-                   if (!x.name.empty()) thread(x.tid).name = x.label();
+                   if (!x.name.empty()) thread_entry(x.tid).name = x.label();
                  },
                  // The stack kinds go to stacks_ (above).
                  [](const FrameDef&) {},
@@ -92,6 +53,55 @@ void SummaryBuilder::add(const Record& r) {
                  [&](const ThreadSwitches& x) { counters_.add(x); },
              },
              r);
+}
+
+ThreadSummary& SummaryBuilder::thread_entry(int64_t tid) {
+  auto [it, inserted] = threads_.try_emplace(tid);
+  if (inserted) {
+    it->second.tid = tid;
+    order_.push_back(tid);
+  }
+  return it->second;
+}
+
+ThreadSummary& SummaryBuilder::interval(int64_t tid, int64_t ts, int64_t dur) {
+  ThreadSummary& t = thread_entry(tid);
+  if (t.first_ns < 0 || ts < t.first_ns) t.first_ns = ts;
+  t.last_ns = std::max(t.last_ns, ts + dur);
+  return t;
+}
+
+void SummaryBuilder::add_thread_start(const ThreadStart& x) {
+  ThreadSummary& t = thread_entry(x.tid);
+  t.name = x.name;  // a ThreadName (the Python name) comes after it
+  t.os_name = x.name;
+  if (t.first_ns < 0 || x.ts < t.first_ns) t.first_ns = x.ts;
+  t.last_ns = std::max(t.last_ns, x.ts);
+}
+
+void SummaryBuilder::add_thread_end(const ThreadEnd& x) {
+  ThreadSummary& t = thread_entry(x.tid);
+  t.last_ns = std::max(t.last_ns, x.ts);
+  if (x.state_se_ns >= 0) {
+    const double se = static_cast<double>(x.state_se_ns);
+    t.state_var_ns2 = std::max(0.0, t.state_var_ns2) + se * se;
+  }
+  if (threads_.size() > kKeptThreads) fold(x.tid);
+}
+
+void SummaryBuilder::add_hold(const Hold& x) {
+  ThreadSummary& t = interval(x.tid, x.ts, x.dur);
+  t.hold_ns += x.dur;
+  ++t.holds;
+  t.longest_hold_ns = std::max(t.longest_hold_ns, x.dur);
+  total_hold_ns_ += x.dur;
+}
+
+void SummaryBuilder::add_wait(const Wait& x) {
+  ThreadSummary& t = interval(x.tid, x.ts, x.dur);
+  t.wait_ns += x.dur;
+  ++t.waits;
+  t.longest_wait_ns = std::max(t.longest_wait_ns, x.dur);
 }
 
 void SummaryBuilder::fold(int64_t tid) {
@@ -141,86 +151,98 @@ double SummaryBuilder::gil_busy_share() const {
 }
 
 namespace {
+
 nlohmann::json ci95_json(const ThreadSummary& t) {
   const double ci = t.share_ci95();
   return ci < 0 ? nlohmann::json(nullptr) : nlohmann::json(ci);
 }
+
+nlohmann::json thread_summary_json(const ThreadSummary& t, bool exact) {
+  return {{"tid", t.tid},
+          {"name", t.name},
+          {"os_name", t.os_name},
+          {"first_ns", t.first_ns},
+          {"last_ns", t.last_ns},
+          {"hold_ns", t.hold_ns},
+          {"wait_ns", t.wait_ns},
+          {"hold_share", t.hold_share()},
+          {"wait_share", t.wait_share()},
+          {"holds", t.holds},
+          {"waits", t.waits},
+          {"longest_hold_ns", t.longest_hold_ns},
+          {"longest_wait_ns", t.longest_wait_ns},
+          // --exact: every take and drop was traced, the shares are not estimates
+          {"hold_share_ci95", exact ? nlohmann::json(0.0) : ci95_json(t)},
+          {"wait_share_ci95", exact ? nlohmann::json(0.0) : ci95_json(t)}};
+}
+
+// What the recorder says of its poll loop (zeros for a recovered file).
+nlohmann::json loop_figures_json(const LoopFigures& loop) {
+  return {{"stop_reason", loop.stop_reason},
+          {"late_polls", loop.late},
+          {"missed_polls", loop.missed},
+          {"max_lateness_ns", loop.max_lateness_ns},
+          {"p99_lateness_ns", loop.p99_lateness_ns},
+          {"poll_loop_wakeups", loop.ticks},
+          {"poller_scheduling", loop.poller_scheduling},
+          {"poll_mode", loop.poll_mode},
+          {"dense_polls", loop.dense_polls},
+          {"poller_cpu_moves", loop.placement_moves},
+          {"budget_limited_polls", loop.budget_limited},
+          {"low_coverage_polls", loop.low_coverage},
+          {"dropped_events", loop.dropped_events},
+          {"unknown_holder_polls", loop.unknown_holder_polls},
+          {"impossible_switch_moves", loop.impossible_switch_moves},
+          {"walk_period_ns", loop.walk_period_ns},
+          {"task_reads", loop.task_reads},
+          {"counter_reads", loop.counter_reads},
+          {"switch_reads", loop.switch_reads},
+          {"gilspy_cpu_share", loop.gilspy_cpu_share},
+          {"cpu_budget", loop.cpu_budget},
+          {"threads_truncated", loop.threads_truncated}};
+}
+
+nlohmann::json exact_figures_json(const ExactFigures& x) {
+  return {{"probe_hits", x.hits},
+          {"lost_hits", x.lost},
+          {"throttled", x.throttled},
+          {"takes", x.takes},
+          {"handoffs", x.handoffs},
+          {"undecoded_hits", x.undecoded},
+          {"probe_events", x.probe_events},
+          {"probe_points", x.probe_points},
+          {"threads_at_start", x.threads_at_start},
+          {"take_cost_ns", x.take_cost_ns},
+          {"drop_cost_ns", x.drop_cost_ns}};
+}
+
 }  // namespace
 
+// Its members are sorted by name in the output (nlohmann::json's objects are ordered maps), so the parts can
+// be put together in any order.
 nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loop) const {
   const double seconds = static_cast<double>(duration_ns()) / 1e9;
   nlohmann::json threads = nlohmann::json::array();
-  for (const auto& t : this->threads()) {
-    threads.push_back({{"tid", t.tid},
-                       {"name", t.name},
-                       {"os_name", t.os_name},
-                       {"first_ns", t.first_ns},
-                       {"last_ns", t.last_ns},
-                       {"hold_ns", t.hold_ns},
-                       {"wait_ns", t.wait_ns},
-                       {"hold_share", t.hold_share()},
-                       {"wait_share", t.wait_share()},
-                       {"holds", t.holds},
-                       {"waits", t.waits},
-                       {"longest_hold_ns", t.longest_hold_ns},
-                       {"longest_wait_ns", t.longest_wait_ns},
-                       // --exact: every take and drop was traced, the shares are not estimates
-                       {"hold_share_ci95", loop.exact.on ? nlohmann::json(0.0) : ci95_json(t)},
-                       {"wait_share_ci95", loop.exact.on ? nlohmann::json(0.0) : ci95_json(t)}});
-  }
-  nlohmann::json out = {{"duration_ns", duration_ns()},
-                        {"start_ns", start_ns_},
-                        {"stop_reason", loop.stop_reason},
-                        {"stopped_ns", stopped_ns_},
-                        {"stops", stops_},
-                        {"rate_asked_hz", rate_asked},
-                        {"polls", stats_.polls},
-                        {"rate_achieved_hz", seconds > 0 ? static_cast<double>(stats_.polls) / seconds : 0.0},
-                        {"late_polls", loop.late},
-                        {"missed_polls", loop.missed},
-                        {"max_lateness_ns", loop.max_lateness_ns},
-                        {"p99_lateness_ns", loop.p99_lateness_ns},
-                        {"poll_loop_wakeups", loop.ticks},
-                        {"poller_scheduling", loop.poller_scheduling},
-                        {"poll_mode", loop.poll_mode},
-                        {"dense_polls", loop.dense_polls},
-                        {"poller_cpu_moves", loop.placement_moves},
-                        {"budget_limited_polls", loop.budget_limited},
-                        {"low_coverage_polls", loop.low_coverage},
-                        {"dropped_events", loop.dropped_events},
-                        {"unknown_holder_polls", loop.unknown_holder_polls},
-                        {"impossible_switch_moves", loop.impossible_switch_moves},
-                        {"walk_period_ns", loop.walk_period_ns},
-                        {"task_reads", loop.task_reads},
-                        {"counter_reads", loop.counter_reads},
-                        {"switch_reads", loop.switch_reads},
-                        {"gilspy_cpu_share", loop.gilspy_cpu_share},
-                        {"cpu_budget", loop.cpu_budget},
-                        {"threads_truncated", loop.threads_truncated},
-                        {"handoffs_seen", stats_.handoffs_seen},
-                        {"handoffs_total", stats_.handoffs_total},
-                        {"coverage", coverage()},
-                        {"gil_busy_share", gil_busy_share()},
-                        {"threads", threads},
-                        {"folded_threads", folded_json()},
-                        {"gc", gc_.to_json(duration_ns(), wait_ns())},
-                        {"stacks", stacks_.to_json(duration_ns())}};
+  for (const auto& t : this->threads()) threads.push_back(thread_summary_json(t, loop.exact.on));
+  nlohmann::json out = loop_figures_json(loop);
+  out.update({{"duration_ns", duration_ns()},
+              {"start_ns", start_ns_},
+              {"stopped_ns", stopped_ns_},
+              {"stops", stops_},
+              {"rate_asked_hz", rate_asked},
+              {"polls", stats_.polls},
+              {"rate_achieved_hz", seconds > 0 ? static_cast<double>(stats_.polls) / seconds : 0.0},
+              {"handoffs_seen", stats_.handoffs_seen},
+              {"handoffs_total", stats_.handoffs_total},
+              {"coverage", coverage()},
+              {"gil_busy_share", gil_busy_share()},
+              {"threads", threads},
+              {"folded_threads", folded_json()},
+              {"gc", gc_.to_json(duration_ns(), wait_ns())},
+              {"stacks", stacks_.to_json(duration_ns())}});
   if (counters_.any()) out["counters"] = counters_.to_json();
   out["mode"] = loop.exact.on ? "exact" : "sampled";
-  if (loop.exact.on) {
-    const ExactFigures& x = loop.exact;
-    out["exact"] = {{"probe_hits", x.hits},
-                    {"lost_hits", x.lost},
-                    {"throttled", x.throttled},
-                    {"takes", x.takes},
-                    {"handoffs", x.handoffs},
-                    {"undecoded_hits", x.undecoded},
-                    {"probe_events", x.probe_events},
-                    {"probe_points", x.probe_points},
-                    {"threads_at_start", x.threads_at_start},
-                    {"take_cost_ns", x.take_cost_ns},
-                    {"drop_cost_ns", x.drop_cost_ns}};
-  }
+  if (loop.exact.on) out["exact"] = exact_figures_json(loop.exact);
   return out;
 }
 

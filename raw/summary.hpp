@@ -117,6 +117,12 @@ class SummaryBuilder {
 
  private:
   GcSummary gc_;
+  ThreadSummary& thread_entry(int64_t tid);  // made when first seen, in order of appearance
+  ThreadSummary& interval(int64_t tid, int64_t ts, int64_t dur);  // a hold or wait: within its lifetime
+  void add_thread_start(const ThreadStart& x);
+  void add_thread_end(const ThreadEnd& x);
+  void add_hold(const Hold& x);
+  void add_wait(const Wait& x);
   void fold(int64_t tid);
   nlohmann::json folded_json() const;
   std::map<int64_t, ThreadSummary> threads_;
