@@ -127,9 +127,9 @@ bool StackSampler::has_work(int64_t now) const {
 
 std::array<ReadRegion, 3> StackSampler::gil_regions(Gil* g) const {
   const auto& l = interp_.layout.gil;
-  return {ReadRegion{interp_.gil_addr + l.last_holder, &g->last_holder, 8},
-          ReadRegion{interp_.gil_addr + l.locked, &g->locked, 4},
-          ReadRegion{interp_.gil_addr + l.switch_number, &g->switch_number, 8}};
+  return {field_region(interp_.gil_addr, l.last_holder, &g->last_holder),
+          field_region(interp_.gil_addr, l.locked, &g->locked),
+          field_region(interp_.gil_addr, l.switch_number, &g->switch_number)};
 }
 
 void StackSampler::work(int64_t deadline) {
