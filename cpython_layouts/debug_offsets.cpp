@@ -114,8 +114,9 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
     expect_equal("tstate.interp", l.tstate.interp, debug->tstate_interp);
     expect_equal("tstate.thread_id", l.tstate.thread_id, debug->tstate_thread_id);
     expect_equal("tstate.native_thread_id", *l.tstate.native_thread_id, debug->tstate_native_thread_id);
-    expect_equal("gil.locked", l.gil.locked, debug->gil_locked - debug->interp_gil_runtime_state);
-    expect_equal("gil.last_holder", l.gil.last_holder, debug->gil_holder - debug->interp_gil_runtime_state);
+    expect_equal("gil.locked", l.gil.locked.off, debug->gil_locked - debug->interp_gil_runtime_state);
+    expect_equal("gil.last_holder", l.gil.last_holder.off,
+                 debug->gil_holder - debug->interp_gil_runtime_state);
     l.gc = checked_gc_3_13(l.gc, *debug);  // a GC disagreement leaves the GC unread, the GIL is still read
     return l;
   }
@@ -154,8 +155,8 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   // The GIL struct is not described field by field; its shape is the same in every version, and the offsets
   // that are published (locked, last_holder, relative to the interpreter's own _gil) must agree with it.
   const uint64_t shift = d.free_threaded ? 8 : 0;  // free-threaded: `int enabled` first, the rest moves by 8
-  if (d.gil_locked - d.interp_gil_runtime_state != l.gil.locked + shift ||
-      d.gil_holder - d.interp_gil_runtime_state != l.gil.last_holder + shift) {
+  if (d.gil_locked - d.interp_gil_runtime_state != l.gil.locked.off + shift ||
+      d.gil_holder - d.interp_gil_runtime_state != l.gil.last_holder.off + shift) {
     throw Error(ErrorKind::kLayoutMismatch,
                 "Python " + version.text() + " describes a GIL struct gilspy does not know (locked at +" +
                     std::to_string(d.gil_locked - d.interp_gil_runtime_state) + ")");
@@ -163,8 +164,9 @@ Layout layout_from_debug_offsets(const elf::PyVersion& version, const DebugOffse
   if (d.free_threaded) {
     l.free_threaded = true;
     l.gil.enabled = 0;
-    for (Off* f : {&l.gil.interval, &l.gil.last_holder, &l.gil.locked, &l.gil.switch_number, &l.gil.cond,
-                   &l.gil.mutex, &l.gil.switch_cond, &l.gil.switch_mutex, &l.gil.size}) {
+    for (uint32_t* f :
+         {&l.gil.interval.off, &l.gil.last_holder.off, &l.gil.locked.off, &l.gil.switch_number.off,
+          &l.gil.cond, &l.gil.mutex, &l.gil.switch_cond, &l.gil.switch_mutex, &l.gil.size}) {
       *f += 8;
     }
   }

@@ -28,14 +28,8 @@ void expect_inside(const BlockPositions& at, const char* field, uint64_t offset,
   }
 }
 
-}  // namespace
-
-DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) {
-  if (b.size() < at.block_size) {
-    throw Error(ErrorKind::kLayoutMismatch, std::string("_Py_DebugOffsets of CPython ") + at.label +
-                                                " need " + std::to_string(at.block_size) + " bytes, only " +
-                                                std::to_string(b.size()) + " were read");
-  }
+// The fields gilspy reads, as the block gives them (checked by the two functions below).
+DebugOffsets fields_of_block(std::span<const uint8_t> b, const BlockPositions& at) {
   DebugOffsets d;
   d.version = word(b, 8);
   const uint64_t free_threaded = word(b, at.free_threaded);
@@ -63,14 +57,13 @@ DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) 
   d.gc_size = word(b, at.gc_size);
   if (at.gc_generation_stats) d.gc_generation_stats = word(b, *at.gc_generation_stats);
   if (at.gc_generation_stats_size) d.gc_generation_stats_size = word(b, *at.gc_generation_stats_size);
+  return d;
+}
 
-  // Every offset gilspy will follow must fall inside the structure the block says it belongs to. Real
-  // interpreters satisfy this by construction (offsetof < sizeof); bytes that are not this version's block,
-  // or a block whose shape changed, almost never do.
+void check_runtime_and_interp_fields(std::span<const uint8_t> b, const BlockPositions& at,
+                                     const DebugOffsets& d) {
   const uint64_t runtime_size = word(b, at.runtime_size);
   const uint64_t interp_size = word(b, at.interp_size);
-  const uint64_t tstate_size = word(b, at.tstate_size);
-  const uint64_t gc_size = word(b, at.gc_size);
   expect_inside(at, "runtime_state.interpreters_head", d.runtime_interpreters_head, "_PyRuntimeState",
                 runtime_size);
   expect_inside(at, "interpreter_state.id", d.interp_id, "PyInterpreterState", interp_size);
@@ -90,6 +83,11 @@ DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) 
                         std::to_string(d.gil_holder) + ") lie before the GIL itself (+" +
                         std::to_string(d.interp_gil_runtime_state) + ")");
   }
+}
+
+void check_tstate_and_gc_fields(std::span<const uint8_t> b, const BlockPositions& at, const DebugOffsets& d) {
+  const uint64_t tstate_size = word(b, at.tstate_size);
+  const uint64_t gc_size = word(b, at.gc_size);
   expect_inside(at, "thread_state.prev", d.tstate_prev, "PyThreadState", tstate_size);
   expect_inside(at, "thread_state.next", d.tstate_next, "PyThreadState", tstate_size);
   expect_inside(at, "thread_state.interp", d.tstate_interp, "PyThreadState", tstate_size);
@@ -102,6 +100,22 @@ DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) 
   if (d.gc_generation_stats) {
     expect_inside(at, "gc.generation_stats", *d.gc_generation_stats, "struct _gc_runtime_state", gc_size);
   }
+}
+
+}  // namespace
+
+DebugOffsets decode_block(std::span<const uint8_t> b, const BlockPositions& at) {
+  if (b.size() < at.block_size) {
+    throw Error(ErrorKind::kLayoutMismatch, std::string("_Py_DebugOffsets of CPython ") + at.label +
+                                                " need " + std::to_string(at.block_size) + " bytes, only " +
+                                                std::to_string(b.size()) + " were read");
+  }
+  const DebugOffsets d = fields_of_block(b, at);
+  // Every offset gilspy will follow must fall inside the structure the block says it belongs to. Real
+  // interpreters satisfy this by construction (offsetof < sizeof); bytes that are not this version's block,
+  // or a block whose shape changed, almost never do.
+  check_runtime_and_interp_fields(b, at, d);
+  check_tstate_and_gc_fields(b, at, d);
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "base/byte_fields.hpp"
 #include "elfutils/python_binary.hpp"
 
 namespace gilspy::layouts {
@@ -14,15 +15,18 @@ namespace gilspy::layouts {
 using Off = uint32_t;
 using OptOff = std::optional<uint32_t>;
 
-// struct _gil_runtime_state (same in 3.7-3.14 default builds; free-threaded builds shift it by 8).
+// struct _gil_runtime_state (same in 3.7-3.14 default builds; free-threaded builds shift it by 8). The fields
+// a poll reads are typed (Field<T>); the rest are the positions and sizes of structs inside it.
 struct GilLayout {
-  Off interval = 0;        // unsigned long, µs
-  Off last_holder = 8;     // PyThreadState*; not cleared on release
-  Off locked = 16;         // int: -1 not created, 0 free, 1 held
-  Off switch_number = 24;  // unsigned long: +1 when a *different* thread takes it
-  Off cond = 32;           // pthread_cond_t, threads waiting for the GIL
+  Field<uint64_t> interval = 0;        // unsigned long, µs
+  Field<uint64_t> last_holder = 8;     // PyThreadState*; not cleared on release
+  Field<int32_t> locked = 16;          // int: -1 not created, 0 free, 1 held
+  Field<uint64_t> switch_number = 24;  // unsigned long: +1 when a *different* thread takes it
+  Off cond = 32;                       // pthread_cond_t, threads waiting for the GIL
   Off cond_size = 48;
-  Off cond_wrefs = 36;  // inside cond: glibc's __wrefs, set from the target's glibc (see glibc_layout_for)
+  // Inside cond (from its start): glibc's unsigned __wrefs, set from the target's glibc (see
+  // glibc_layout_for).
+  Field<uint32_t> cond_wrefs = 36;
   int cond_wrefs_shift = 3;
   Off mutex = 80;  // pthread_mutex_t
   Off mutex_size = 40;
@@ -31,7 +35,7 @@ struct GilLayout {
   Off switch_mutex = 168;
   Off switch_mutex_size = 40;
   Off size = 208;
-  OptOff enabled;  // free-threaded only: int, 0 = GIL disabled
+  OptField<int32_t> enabled;  // free-threaded only: int, 0 = GIL disabled
 };
 
 enum class GilHome {
@@ -126,8 +130,8 @@ struct Layout {
 // glibc (x86-64) structures gilspy reads, as the *target's* glibc lays them out (never this machine's: a
 // container or a distribution interpreter may bring its own).
 struct GlibcLayout {
-  Off pthread_tid = 0x2d0;  // struct pthread.tid (2.36); only a first guess, verified against /proc
-  Off cond_wrefs = 36;      // pthread_cond_t.__wrefs: (value >> 3) = threads inside pthread_cond_wait
+  Off pthread_tid = 0x2d0;          // struct pthread.tid (2.36); only a first guess, verified against /proc
+  Field<uint32_t> cond_wrefs = 36;  // pthread_cond_t.__wrefs: (value >> 3) = threads inside pthread_cond_wait
   int cond_wrefs_shift = 3;
 };
 inline constexpr GlibcLayout kGlibc{};  // 2.25-2.40 (checked on 2.36)

@@ -113,6 +113,104 @@ void expect_same(const char* what, uint64_t table, uint64_t debug) {
   }
 }
 
+FrameLayout frame_from_debug_block(const BlockReader& r, const StackBlockPositions& at,
+                                   const elf::PyVersion& version) {
+  FrameLayout f;
+  f.kind = FrameLayout::Kind::kInterpreterFrame;
+  f.tstate_frame = r.at(at.tstate_size, at.tstate_current_frame, "thread_state.current_frame");
+  f.previous = r.field(at.frame, 1, "interpreter_frame.previous");
+  f.code = r.field(at.frame, 2, "interpreter_frame.executable");
+  f.instr = r.field(at.frame, 3, "interpreter_frame.instr_ptr");
+  f.owner = r.field(at.frame, 5, "interpreter_frame.owner");
+  // Not published: owner values (pycore_frame.h / pycore_interpframe_structs.h) and 3.14's tagged
+  // f_executable (a _PyStackRef: Py_TAG_BITS cleared).
+  f.first_skipped_owner = 3;  // 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER (and CSTACK)
+  f.code_pointer_mask = version.minor >= 14 ? ~uint64_t{3} : ~uint64_t{0};
+  f.read_size = std::max({f.previous + 8, f.code + 8, f.instr + 8, *f.owner + 1u});
+  f.read_size = (f.read_size + 7) & ~7u;
+  return f;
+}
+
+CodeLayout code_from_debug_block(const BlockReader& r, const StackBlockPositions& at) {
+  CodeLayout c;
+  c.filename = r.field(at.code, 1, "code_object.filename");
+  c.name = r.field(at.code, 2, "code_object.name");
+  c.qualname = r.field(at.code, 3, "code_object.qualname");
+  c.linetable = r.field(at.code, 4, "code_object.linetable");
+  c.firstlineno = r.field(at.code, 5, "code_object.firstlineno");
+  c.code_adaptive = r.field(at.code, 9, "code_object.co_code_adaptive");
+  c.line_table = LineTableKind::kLocationTable;
+  c.read_size = std::max({c.filename, c.name, *c.qualname, c.linetable}) + 8;
+  c.read_size = std::max(c.read_size, c.firstlineno + 4);
+  return c;
+}
+
+// Objects, types, dicts, ints, bytes and strings: what is published, and what sits where it has for
+// versions.
+void objects_from_debug_block(const BlockReader& r, const StackBlockPositions& at, StackLayout& s) {
+  s.object.ob_type = r.field(at.object, 1, "pyobject.ob_type");
+  s.object.tp_name = r.field(at.type, 1, "type_object.tp_name");
+  s.object.tp_flags = r.field(at.type, 3, "type_object.tp_flags");
+  s.object.ob_size = r.field(at.bytes, 1, "bytes_object.ob_size");  // PyVarObject.ob_size
+  // Not published: tp_basicsize and tp_dictoffset sit where they have since 3.0; PyHeapTypeObject's
+  // ht_cached_keys follows the type and its five method tables and ht_name, ht_slots, ht_qualname:
+  // sizeof(PyTypeObject) + 464 in 3.10-3.15 (880 in 3.13, 888 in 3.15, whose type object grew by 8).
+  s.object.tp_basicsize = 32;
+  s.object.tp_dictoffset = 288;
+  s.object.ht_cached_keys = r.size(at.type) + 464;
+  s.dict.ma_keys = r.field(at.dict, 1, "dict_object.ma_keys");
+  s.dict.ma_values = r.field(at.dict, 2, "dict_object.ma_values");
+  s.dict.log2_keys = true;  // PyDictKeysObject as 3.11-3.13 (pycore_dict.h), not published
+  s.dict.values_items = 8;  // PyDictValues: capacity, size, embedded, valid, then values[] (3.13+)
+  s.long_int.tagged = true;
+  s.long_int.size_or_tag = r.field(at.long_, 1, "long_object.lv_tag");
+  s.long_int.digits = r.field(at.long_, 2, "long_object.ob_digit");
+  s.bytes.size = r.field(at.bytes, 1, "bytes_object.ob_size");
+  s.bytes.data = r.field(at.bytes, 2, "bytes_object.ob_sval");
+  s.unicode.state = r.field(at.unicode, 1, "unicode_object.state");
+  s.unicode.length = r.field(at.unicode, 2, "unicode_object.length");
+  s.unicode.ascii_data =
+      static_cast<SOff>(r.word(at.unicode + 24));  // asciiobject_size: a size, not an offset
+  if (s.unicode.ascii_data == 0 || s.unicode.ascii_data > r.size(at.unicode)) {
+    throw Error(ErrorKind::kLayoutMismatch,
+                "the interpreter's _Py_DebugOffsets give an implausible "
+                "asciiobject_size of " +
+                    std::to_string(s.unicode.ascii_data));
+  }
+  // PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+; not published).
+  s.unicode.compact_data = s.unicode.ascii_data + 16;
+}
+
+// 3.13: the table decides; the block must agree with it wherever both say something.
+StackLayout table_checked_against_block_3_13(const StackLayout& s) {
+  const StackLayout t = *stack_layout_table(13);
+  expect_same("thread_state.current_frame", t.frame.tstate_frame, s.frame.tstate_frame);
+  expect_same("interpreter_frame.previous", t.frame.previous, s.frame.previous);
+  expect_same("interpreter_frame.executable", t.frame.code, s.frame.code);
+  expect_same("interpreter_frame.instr_ptr", t.frame.instr, s.frame.instr);
+  expect_same("interpreter_frame.owner", *t.frame.owner, *s.frame.owner);
+  expect_same("code_object.filename", t.code.filename, s.code.filename);
+  expect_same("code_object.name", t.code.name, s.code.name);
+  expect_same("code_object.qualname", *t.code.qualname, *s.code.qualname);
+  expect_same("code_object.linetable", t.code.linetable, s.code.linetable);
+  expect_same("code_object.firstlineno", t.code.firstlineno, s.code.firstlineno);
+  expect_same("code_object.co_code_adaptive", *t.code.code_adaptive, *s.code.code_adaptive);
+  expect_same("pyobject.ob_type", t.object.ob_type, s.object.ob_type);
+  expect_same("type_object.tp_name", t.object.tp_name, s.object.tp_name);
+  expect_same("type_object.tp_flags", t.object.tp_flags, s.object.tp_flags);
+  expect_same("heap type ht_cached_keys", t.object.ht_cached_keys, s.object.ht_cached_keys);
+  expect_same("dict_object.ma_keys", t.dict.ma_keys, s.dict.ma_keys);
+  expect_same("dict_object.ma_values", t.dict.ma_values, s.dict.ma_values);
+  expect_same("long_object.ob_digit", t.long_int.digits, s.long_int.digits);
+  expect_same("bytes_object.ob_sval", t.bytes.data, s.bytes.data);
+  expect_same("unicode_object.state", t.unicode.state, s.unicode.state);
+  expect_same("unicode_object.asciiobject_size", t.unicode.ascii_data, s.unicode.ascii_data);
+  expect_same("interpreter_state.imports_modules", t.interp_modules, s.interp_modules);
+  StackLayout checked = t;
+  checked.source = "DWARF of the pyenv build, cross-checked against _Py_DebugOffsets at attach";
+  return checked;
+}
+
 }  // namespace
 
 StackLayout stack_layout_from_debug_offsets(const elf::PyVersion& version, std::span<const uint8_t> block) {
@@ -126,90 +224,11 @@ StackLayout stack_layout_from_debug_offsets(const elf::PyVersion& version, std::
   s.known = true;
   s.source = "_Py_DebugOffsets of the running interpreter (stack_debug_offsets.cpp)";
   s.interp_modules = r.at(at->interp_size, at->interp_modules, "interpreter_state.imports_modules");
-  s.frame.kind = FrameLayout::Kind::kInterpreterFrame;
-  s.frame.tstate_frame = r.at(at->tstate_size, at->tstate_current_frame, "thread_state.current_frame");
-  s.frame.previous = r.field(at->frame, 1, "interpreter_frame.previous");
-  s.frame.code = r.field(at->frame, 2, "interpreter_frame.executable");
-  s.frame.instr = r.field(at->frame, 3, "interpreter_frame.instr_ptr");
-  s.frame.owner = r.field(at->frame, 5, "interpreter_frame.owner");
-  // Not published: owner values (pycore_frame.h / pycore_interpframe_structs.h) and 3.14's tagged
-  // f_executable (a _PyStackRef: Py_TAG_BITS cleared).
-  s.frame.first_skipped_owner =
-      3;  // 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER (and CSTACK)
-  s.frame.code_pointer_mask = version.minor >= 14 ? ~uint64_t{3} : ~uint64_t{0};
-  s.frame.read_size =
-      std::max({s.frame.previous + 8, s.frame.code + 8, s.frame.instr + 8, *s.frame.owner + 1u});
-  s.frame.read_size = (s.frame.read_size + 7) & ~7u;
-  s.code.filename = r.field(at->code, 1, "code_object.filename");
-  s.code.name = r.field(at->code, 2, "code_object.name");
-  s.code.qualname = r.field(at->code, 3, "code_object.qualname");
-  s.code.linetable = r.field(at->code, 4, "code_object.linetable");
-  s.code.firstlineno = r.field(at->code, 5, "code_object.firstlineno");
-  s.code.code_adaptive = r.field(at->code, 9, "code_object.co_code_adaptive");
-  s.code.line_table = LineTableKind::kLocationTable;
-  s.code.read_size = std::max({s.code.filename, s.code.name, *s.code.qualname, s.code.linetable}) + 8;
-  s.code.read_size = std::max(s.code.read_size, s.code.firstlineno + 4);
-  s.object.ob_type = r.field(at->object, 1, "pyobject.ob_type");
-  s.object.tp_name = r.field(at->type, 1, "type_object.tp_name");
-  s.object.tp_flags = r.field(at->type, 3, "type_object.tp_flags");
-  s.object.ob_size = r.field(at->bytes, 1, "bytes_object.ob_size");  // PyVarObject.ob_size
-  // Not published: tp_basicsize and tp_dictoffset sit where they have since 3.0; PyHeapTypeObject's
-  // ht_cached_keys follows the type and its five method tables and ht_name, ht_slots, ht_qualname:
-  // sizeof(PyTypeObject) + 464 in 3.10-3.15 (880 in 3.13, 888 in 3.15, whose type object grew by 8).
-  s.object.tp_basicsize = 32;
-  s.object.tp_dictoffset = 288;
-  s.object.ht_cached_keys = r.size(at->type) + 464;
-  s.dict.ma_keys = r.field(at->dict, 1, "dict_object.ma_keys");
-  s.dict.ma_values = r.field(at->dict, 2, "dict_object.ma_values");
-  s.dict.log2_keys = true;  // PyDictKeysObject as 3.11-3.13 (pycore_dict.h), not published
-  s.dict.values_items = 8;  // PyDictValues: capacity, size, embedded, valid, then values[] (3.13+)
-  s.long_int.tagged = true;
-  s.long_int.size_or_tag = r.field(at->long_, 1, "long_object.lv_tag");
-  s.long_int.digits = r.field(at->long_, 2, "long_object.ob_digit");
-  s.bytes.size = r.field(at->bytes, 1, "bytes_object.ob_size");
-  s.bytes.data = r.field(at->bytes, 2, "bytes_object.ob_sval");
-  s.unicode.state = r.field(at->unicode, 1, "unicode_object.state");
-  s.unicode.length = r.field(at->unicode, 2, "unicode_object.length");
-  s.unicode.ascii_data =
-      static_cast<SOff>(r.word(at->unicode + 24));  // asciiobject_size: a size, not an offset
-  if (s.unicode.ascii_data == 0 || s.unicode.ascii_data > r.size(at->unicode)) {
-    throw Error(ErrorKind::kLayoutMismatch,
-                "the interpreter's _Py_DebugOffsets give an implausible "
-                "asciiobject_size of " +
-                    std::to_string(s.unicode.ascii_data));
-  }
-  // PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+; not published).
-  s.unicode.compact_data = s.unicode.ascii_data + 16;
+  s.frame = frame_from_debug_block(r, *at, version);
+  s.code = code_from_debug_block(r, *at);
+  objects_from_debug_block(r, *at, s);
   s.attributes.kind = AttributeLayout::Kind::kInlineValues;
-  if (version.minor == 13) {
-    // The table decides for 3.13; the block must agree with it wherever both say something.
-    const StackLayout t = *stack_layout_table(13);
-    expect_same("thread_state.current_frame", t.frame.tstate_frame, s.frame.tstate_frame);
-    expect_same("interpreter_frame.previous", t.frame.previous, s.frame.previous);
-    expect_same("interpreter_frame.executable", t.frame.code, s.frame.code);
-    expect_same("interpreter_frame.instr_ptr", t.frame.instr, s.frame.instr);
-    expect_same("interpreter_frame.owner", *t.frame.owner, *s.frame.owner);
-    expect_same("code_object.filename", t.code.filename, s.code.filename);
-    expect_same("code_object.name", t.code.name, s.code.name);
-    expect_same("code_object.qualname", *t.code.qualname, *s.code.qualname);
-    expect_same("code_object.linetable", t.code.linetable, s.code.linetable);
-    expect_same("code_object.firstlineno", t.code.firstlineno, s.code.firstlineno);
-    expect_same("code_object.co_code_adaptive", *t.code.code_adaptive, *s.code.code_adaptive);
-    expect_same("pyobject.ob_type", t.object.ob_type, s.object.ob_type);
-    expect_same("type_object.tp_name", t.object.tp_name, s.object.tp_name);
-    expect_same("type_object.tp_flags", t.object.tp_flags, s.object.tp_flags);
-    expect_same("heap type ht_cached_keys", t.object.ht_cached_keys, s.object.ht_cached_keys);
-    expect_same("dict_object.ma_keys", t.dict.ma_keys, s.dict.ma_keys);
-    expect_same("dict_object.ma_values", t.dict.ma_values, s.dict.ma_values);
-    expect_same("long_object.ob_digit", t.long_int.digits, s.long_int.digits);
-    expect_same("bytes_object.ob_sval", t.bytes.data, s.bytes.data);
-    expect_same("unicode_object.state", t.unicode.state, s.unicode.state);
-    expect_same("unicode_object.asciiobject_size", t.unicode.ascii_data, s.unicode.ascii_data);
-    expect_same("interpreter_state.imports_modules", t.interp_modules, s.interp_modules);
-    StackLayout checked = t;
-    checked.source = "DWARF of the pyenv build, cross-checked against _Py_DebugOffsets at attach";
-    return checked;
-  }
+  if (version.minor == 13) return table_checked_against_block_3_13(s);
   return s;
 }
 

@@ -158,75 +158,61 @@ std::vector<Candidate> candidates_from_maps(const std::vector<Mapping>& maps) {
   return libs;
 }
 
-}  // namespace
-
-PythonBinary locate_python(pid_t pid) {
-  return locate_python(pid, read_maps(pid));
+// Which CPython the binary holding _PyRuntime is: Py_Version (3.11+), else the version string in .rodata
+// near the one its file name says, else any 3.x's (an embedding executable). Sets bin.version and
+// bin.version_source; leaves the source empty when nothing tells.
+void read_python_version(const ElfImage& image, const std::optional<PyVersion>& name_version,
+                         PythonBinary& bin) {
+  if (const auto sym = image.symbol("Py_Version")) {
+    if (const auto bytes = image.read_vaddr(sym->value, 4)) {
+      uint32_t hex = 0;
+      std::memcpy(&hex, bytes->data(), 4);
+      bin.version = version_from_hex(hex);
+      bin.version_source = "Py_Version";
+    }
+  }
+  if (bin.version_source.empty() && name_version) {
+    const auto exact = version_from_rodata(image, *name_version);
+    bin.version = exact ? *exact : *name_version;
+    bin.version_source = exact ? "version string in .rodata" : "file name";
+  }
+  if (bin.version_source.empty()) {
+    // No name hint (an embedding executable): try every 3.x the tool knows of.
+    for (int minor = 7; minor <= 20 && bin.version_source.empty(); ++minor) {
+      if (const auto exact = version_from_rodata(image, *parse_version_text("3." + std::to_string(minor)))) {
+        bin.version = *exact;
+        bin.version_source = "version string in .rodata";
+      }
+    }
+  }
 }
 
-PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
-  std::vector<std::string> looked_at;
-  std::optional<PyVersion> old_python;
-  std::string unreadable_python;  // why the first file that looks like the interpreter could not be read
-  for (const auto& cand : candidates_from_maps(maps)) {
-    const std::string open_path = path_in_process(pid, cand.path);
-    std::optional<ElfImage> image;
-    try {
-      image.emplace(ElfImage::open_in_process(pid, cand.path));
-    } catch (const Error& e) {
-      // A data file or something we cannot read: not the interpreter, unless its name says it is.
-      const std::string base = basename_of(cand.path);
-      if (unreadable_python.empty() && (cand.is_libpython || base.rfind("python", 0) == 0)) {
-        unreadable_python = e.what();
-      }
-      continue;
-    }
-    looked_at.push_back(cand.path);
-    const auto runtime = image->symbol("_PyRuntime");
-    const auto name_version = version_from_name(basename_of(cand.path));
-    if (!runtime) {
-      if (name_version && !name_version->at_least(3, 7)) old_python = name_version;
-      if (!name_version && image->symbol("Py_Initialize")) old_python = parse_version_text("3.0");
-      continue;
-    }
-    PythonBinary bin;
-    bin.path = cand.path;
-    bin.open_path = open_path;
-    bin.shared_library = cand.is_libpython;
-    bin.stripped = !image->has_symtab();
-    bin.load_bias = image->is_executable() ? 0 : cand.offset0_start - image->first_load_vaddr();
-    bin.runtime_addr = runtime->value + bin.load_bias;
-    bin.runtime_size = runtime->size;
-    if (const auto sym = image->symbol("Py_Version")) {
-      if (const auto bytes = image->read_vaddr(sym->value, 4)) {
-        uint32_t hex = 0;
-        std::memcpy(&hex, bytes->data(), 4);
-        bin.version = version_from_hex(hex);
-        bin.version_source = "Py_Version";
-      }
-    }
-    if (bin.version_source.empty() && name_version) {
-      const auto exact = version_from_rodata(*image, *name_version);
-      bin.version = exact ? *exact : *name_version;
-      bin.version_source = exact ? "version string in .rodata" : "file name";
-    }
-    if (bin.version_source.empty()) {
-      // No name hint (an embedding executable): try every 3.x the tool knows of.
-      for (int minor = 7; minor <= 20 && bin.version_source.empty(); ++minor) {
-        if (const auto exact =
-                version_from_rodata(*image, *parse_version_text("3." + std::to_string(minor)))) {
-          bin.version = *exact;
-          bin.version_source = "version string in .rodata";
-        }
-      }
-    }
-    if (bin.version_source.empty()) {
-      throw Error(ErrorKind::kNotPython,
-                  "found _PyRuntime in " + cand.path + " but cannot tell which CPython version it is");
-    }
-    bin.glibc = locate_glibc(pid, maps, cand.path);
-    return bin;
+// The candidate whose image holds _PyRuntime (`runtime`), described.
+PythonBinary python_binary_of(pid_t pid, const std::vector<Mapping>& maps, const Candidate& cand,
+                              const ElfImage& image, const Symbol& runtime,
+                              const std::optional<PyVersion>& name_version) {
+  PythonBinary bin;
+  bin.path = cand.path;
+  bin.open_path = path_in_process(pid, cand.path);
+  bin.shared_library = cand.is_libpython;
+  bin.stripped = !image.has_symtab();
+  bin.load_bias = image.is_executable() ? 0 : cand.offset0_start - image.first_load_vaddr();
+  bin.runtime_addr = runtime.value + bin.load_bias;
+  bin.runtime_size = runtime.size;
+  read_python_version(image, name_version, bin);
+  if (bin.version_source.empty()) {
+    throw Error(ErrorKind::kNotPython,
+                "found _PyRuntime in " + cand.path + " but cannot tell which CPython version it is");
   }
+  bin.glibc = locate_glibc(pid, maps, cand.path);
+  return bin;
+}
+
+// No candidate held _PyRuntime: says why, most useful first (too old a Python, the process gone, the
+// interpreter unreadable, nothing mapped, no _PyRuntime in what was looked at).
+[[noreturn]] void refuse_not_found(pid_t pid, const std::optional<PyVersion>& old_python,
+                                   const std::string& unreadable_python,
+                                   const std::vector<std::string>& looked_at) {
   if (old_python) {
     throw Error(ErrorKind::kUnsupportedVersion,
                 "process " + std::to_string(pid) + " runs Python " + std::to_string(old_python->major) + "." +
@@ -259,6 +245,38 @@ PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
   for (const auto& p : looked_at) what += (what.empty() ? "" : ", ") + p;
   throw Error(ErrorKind::kNotPython, "process " + std::to_string(pid) +
                                          " is not a CPython 3 process (no _PyRuntime in " + what + ")");
+}
+
+}  // namespace
+
+PythonBinary locate_python(pid_t pid) {
+  return locate_python(pid, read_maps(pid));
+}
+
+PythonBinary locate_python(pid_t pid, const std::vector<Mapping>& maps) {
+  std::vector<std::string> looked_at;
+  std::optional<PyVersion> old_python;
+  std::string unreadable_python;  // why the first file that looks like the interpreter could not be read
+  for (const auto& cand : candidates_from_maps(maps)) {
+    std::optional<ElfImage> image;
+    try {
+      image.emplace(ElfImage::open_in_process(pid, cand.path));
+    } catch (const Error& e) {
+      // A data file or something we cannot read: not the interpreter, unless its name says it is.
+      const std::string base = basename_of(cand.path);
+      if (unreadable_python.empty() && (cand.is_libpython || base.rfind("python", 0) == 0)) {
+        unreadable_python = e.what();
+      }
+      continue;
+    }
+    looked_at.push_back(cand.path);
+    const auto runtime = image->symbol("_PyRuntime");
+    const auto name_version = version_from_name(basename_of(cand.path));
+    if (runtime) return python_binary_of(pid, maps, cand, *image, *runtime, name_version);
+    if (name_version && !name_version->at_least(3, 7)) old_python = name_version;
+    if (!name_version && image->symbol("Py_Initialize")) old_python = parse_version_text("3.0");
+  }
+  refuse_not_found(pid, old_python, unreadable_python, looked_at);
 }
 
 }  // namespace gilspy::elf

@@ -238,6 +238,104 @@ void ThreadCounters::add_piece(Slot& s, const Segment& seg, int64_t from, int64_
   }
 }
 
+// The deltas since the last read. The kernel's counts only grow; a smaller value (a new perf group) is no
+// delta.
+ThreadCounters::Deltas ThreadCounters::deltas_since(const Slot& s, const CounterReading& r, bool with_perf) {
+  Deltas d;
+  d.sched = r.sched.has_value() && s.sched.has_value();
+  if (d.sched) {
+    d.cpu_ns = std::max<int64_t>(0, r.sched->cpu_ns - s.sched->cpu_ns);
+    d.run_delay_ns = std::max<int64_t>(0, r.sched->run_delay_ns - s.sched->run_delay_ns);
+    d.slices = r.sched->slices >= s.sched->slices ? r.sched->slices - s.sched->slices : 0;
+  }
+  if (!with_perf) {
+    // Scheduler figures only (the holder and the waiters between changes: a perf read costs a call on the
+    // thread's CPU). Its counts come with the next full read, which shares them out with this stretch's CPU.
+    d.count = s.perf ? s.perf->count : 0;
+  } else if (r.perf && s.perf && r.perf->count == s.perf->count) {
+    const uint64_t enabled =
+        r.perf->enabled_ns >= s.perf->enabled_ns ? r.perf->enabled_ns - s.perf->enabled_ns : 0;
+    const uint64_t running =
+        r.perf->running_ns >= s.perf->running_ns ? r.perf->running_ns - s.perf->running_ns : 0;
+    // Multiplexed (the PMU shared with others): scaled to the enabled time, as perf stat does. A stretch in
+    // which the group never counted while the thread ran says nothing.
+    if (running > 0 || enabled == 0) {
+      d.count = r.perf->count;
+      for (size_t i = 0; i < d.count; ++i) {
+        uint64_t v = r.perf->values[i] >= s.perf->values[i] ? r.perf->values[i] - s.perf->values[i] : 0;
+        if (running > 0 && running < enabled) v = scale_u(v, enabled, running);
+        d.values[i] = v;
+      }
+    }
+  }
+  return d;
+}
+
+// A stretch without a change: what the thread's rate in its role is.
+void ThreadCounters::learn_rate(Slot& s, int64_t cpu_ns, int64_t span) {
+  RoleRate& rate = s.rates[static_cast<size_t>(s.segments[0].role)];
+  rate.cpu_ns += cpu_ns;
+  rate.time_ns += span;
+  if (rate.time_ns > kRateWindowNs) {
+    rate.cpu_ns /= 2;
+    rate.time_ns /= 2;
+  }
+}
+
+// Each role's expected CPU over its part of the stretch, at the rate the thread ran in that role (the
+// stretch's own average for a role without one yet); the CPU read is shared out in proportion. A running
+// thread's schedstat lags (up to a tick) and catches up at a switch, so what was read is rescaled rather than
+// handed to one side.
+void ThreadCounters::share_cpu(const Slot& s, const Edges& edge, int64_t cpu, Parts& parts) {
+  const size_t n = s.segment_count;
+  const int64_t span = edge[n] - edge[0];
+  std::array<double, 4> expect{};
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const RoleRate& rate = s.rates[static_cast<size_t>(s.segments[i].role)];
+    const double rho = rate.time_ns >= kRateMinNs
+                           ? static_cast<double>(rate.cpu_ns) / static_cast<double>(rate.time_ns)
+                           : static_cast<double>(cpu) / static_cast<double>(span);
+    expect[i] = rho * static_cast<double>(edge[i + 1] - edge[i]);
+    sum += expect[i];
+  }
+  int64_t given = 0;
+  for (size_t i = 1; i < n; ++i) {
+    // Nothing expected anywhere (every role known to sleep, yet CPU was read): by time.
+    const double share =
+        sum > 0 ? expect[i] / sum : static_cast<double>(edge[i + 1] - edge[i]) / static_cast<double>(span);
+    parts[i].cpu_ns = std::min(cpu - given, static_cast<int64_t>(share * static_cast<double>(cpu)));
+    given += parts[i].cpu_ns;
+  }
+  parts[0].cpu_ns = cpu - given;
+}
+
+// Counters count while the thread runs: split as its CPU time is (by time when it had none), the stretches
+// read without them since the last full read (all in the first role) included.
+void ThreadCounters::share_counts(Slot& s, const Edges& edge, const Deltas& d, bool with_perf, Parts& parts) {
+  const size_t n = s.segment_count;
+  const int64_t span = edge[n] - edge[0];
+  if (!with_perf) {
+    s.perf_pending_cpu_ns += d.cpu_ns;
+    s.perf_pending_ns += span;
+    return;
+  }
+  const auto cpu_base = static_cast<uint64_t>(s.perf_pending_cpu_ns + d.cpu_ns);
+  const auto time_base = static_cast<uint64_t>(s.perf_pending_ns + span);
+  for (size_t v = 0; v < d.count; ++v) {
+    uint64_t given = 0;
+    for (size_t i = 1; i < n; ++i) {
+      parts[i].values[v] =
+          cpu_base > 0 ? scale_u(d.values[v], static_cast<uint64_t>(parts[i].cpu_ns), cpu_base)
+                       : scale_u(d.values[v], static_cast<uint64_t>(edge[i + 1] - edge[i]), time_base);
+      given += parts[i].values[v];
+    }
+    parts[0].values[v] = d.values[v] - std::min(d.values[v], given);
+  }
+  s.perf_pending_cpu_ns = 0;
+  s.perf_pending_ns = 0;
+}
+
 void ThreadCounters::read_now(size_t slot, int64_t t, bool with_perf) {
   Slot& s = slots_[slot];
   const size_t n = s.segment_count;
@@ -251,112 +349,30 @@ void ThreadCounters::read_now(size_t slot, int64_t t, bool with_perf) {
     s.segment_count = 1;
     return;
   }
-  // Deltas since the last read. The kernel's counts only grow; a smaller value (a new perf group) is no
-  // delta.
-  const bool sched = r.sched.has_value() && s.sched.has_value();
-  int64_t cpu = 0, delay = 0;
-  uint64_t slices = 0;
-  if (sched) {
-    cpu = std::max<int64_t>(0, r.sched->cpu_ns - s.sched->cpu_ns);
-    delay = std::max<int64_t>(0, r.sched->run_delay_ns - s.sched->run_delay_ns);
-    slices = r.sched->slices >= s.sched->slices ? r.sched->slices - s.sched->slices : 0;
-  }
-  uint8_t count = 0;
-  std::array<uint64_t, raw::kMaxCounterValues> values{};
-  if (!with_perf) {
-    // Scheduler figures only (the holder and the waiters between changes: a perf read costs a call on the
-    // thread's CPU). Its counts come with the next full read, which shares them out with this stretch's CPU.
-    count = s.perf ? s.perf->count : 0;
-  } else if (r.perf && s.perf && r.perf->count == s.perf->count) {
-    const uint64_t enabled =
-        r.perf->enabled_ns >= s.perf->enabled_ns ? r.perf->enabled_ns - s.perf->enabled_ns : 0;
-    const uint64_t running =
-        r.perf->running_ns >= s.perf->running_ns ? r.perf->running_ns - s.perf->running_ns : 0;
-    // Multiplexed (the PMU shared with others): scaled to the enabled time, as perf stat does. A stretch in
-    // which the group never counted while the thread ran says nothing.
-    if (running > 0 || enabled == 0) {
-      count = r.perf->count;
-      for (size_t i = 0; i < count; ++i) {
-        uint64_t d = r.perf->values[i] >= s.perf->values[i] ? r.perf->values[i] - s.perf->values[i] : 0;
-        if (running > 0 && running < enabled) d = scale_u(d, enabled, running);
-        values[i] = d;
-      }
-    }
-  }
+  const Deltas d = deltas_since(s, r, with_perf);
   if (r.sched) s.sched = r.sched;
   if (with_perf) s.perf = r.perf;
   s.last_read_ns = t;
 
   // Where each segment lies in [from, t].
-  std::array<int64_t, 5> edge{};
+  Edges edge{};
   edge[0] = from;
   for (size_t i = 1; i < n; ++i) edge[i] = std::clamp(s.segments[i].since, edge[i - 1], t);
   edge[n] = t;
-  std::array<Split, 4> parts{};
-  const int64_t span = t - from;
+  Parts parts{};
   if (n == 1) {
-    parts[0].cpu_ns = cpu;
-    if (sched) {  // a stretch without a change: what the thread's rate in this role is
-      RoleRate& rate = s.rates[static_cast<size_t>(s.segments[0].role)];
-      rate.cpu_ns += cpu;
-      rate.time_ns += span;
-      if (rate.time_ns > kRateWindowNs) {
-        rate.cpu_ns /= 2;
-        rate.time_ns /= 2;
-      }
-    }
+    parts[0].cpu_ns = d.cpu_ns;
+    if (d.sched) learn_rate(s, d.cpu_ns, t - from);
   } else {
-    // Each role's expected CPU over its part of the stretch, at the rate the thread ran in that role (the
-    // stretch's own average for a role without one yet); the CPU read is shared out in proportion. A running
-    // thread's schedstat lags (up to a tick) and catches up at a switch, so what was read is rescaled rather
-    // than handed to one side.
-    std::array<double, 4> expect{};
-    double sum = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const RoleRate& rate = s.rates[static_cast<size_t>(s.segments[i].role)];
-      const double rho = rate.time_ns >= kRateMinNs
-                             ? static_cast<double>(rate.cpu_ns) / static_cast<double>(rate.time_ns)
-                             : static_cast<double>(cpu) / static_cast<double>(span);
-      expect[i] = rho * static_cast<double>(edge[i + 1] - edge[i]);
-      sum += expect[i];
-    }
-    int64_t given = 0;
-    for (size_t i = 1; i < n; ++i) {
-      // Nothing expected anywhere (every role known to sleep, yet CPU was read): by time.
-      const double share =
-          sum > 0 ? expect[i] / sum : static_cast<double>(edge[i + 1] - edge[i]) / static_cast<double>(span);
-      parts[i].cpu_ns = std::min(cpu - given, static_cast<int64_t>(share * static_cast<double>(cpu)));
-      given += parts[i].cpu_ns;
-    }
-    parts[0].cpu_ns = cpu - given;
+    share_cpu(s, edge, d.cpu_ns, parts);
   }
-  parts[0].run_delay_ns = delay;
-  parts[0].slices = slices;
-  // Counters count while the thread runs: split as its CPU time is (by time when it had none), the stretches
-  // read without them since the last full read (all in the first role) included.
-  if (!with_perf) {
-    s.perf_pending_cpu_ns += cpu;
-    s.perf_pending_ns += span;
-  } else {
-    const auto cpu_base = static_cast<uint64_t>(s.perf_pending_cpu_ns + cpu);
-    const auto time_base = static_cast<uint64_t>(s.perf_pending_ns + span);
-    for (size_t v = 0; v < count; ++v) {
-      uint64_t given = 0;
-      for (size_t i = 1; i < n; ++i) {
-        parts[i].values[v] =
-            cpu_base > 0 ? scale_u(values[v], static_cast<uint64_t>(parts[i].cpu_ns), cpu_base)
-                         : scale_u(values[v], static_cast<uint64_t>(edge[i + 1] - edge[i]), time_base);
-        given += parts[i].values[v];
-      }
-      parts[0].values[v] = values[v] - std::min(values[v], given);
-    }
-    s.perf_pending_cpu_ns = 0;
-    s.perf_pending_ns = 0;
-  }
+  parts[0].run_delay_ns = d.run_delay_ns;
+  parts[0].slices = d.slices;
+  share_counts(s, edge, d, with_perf, parts);
   for (size_t i = 0; i < n; ++i) {
     // A zero-length segment still starts (or ends) a hold.
     if (edge[i + 1] > edge[i] || s.segments[i].starts) {
-      add_piece(s, s.segments[i], edge[i], edge[i + 1], parts[i], sched, count);
+      add_piece(s, s.segments[i], edge[i], edge[i + 1], parts[i], d.sched, d.count);
     }
   }
   if (t - s.window_start_ns >= options_.window_ns) emit_window(s, t);

@@ -121,7 +121,24 @@ class ThreadCounters {
     std::array<uint64_t, raw::kMaxCounterValues> values{};
   };
 
+  // What changed since a slot's last read (its CPU, run-queue delay, slices and perf counts).
+  struct Deltas {
+    bool sched = false;  // scheduler figures at both reads
+    int64_t cpu_ns = 0, run_delay_ns = 0;
+    uint64_t slices = 0;
+    uint8_t count = 0;  // perf values (0: none this time)
+    std::array<uint64_t, raw::kMaxCounterValues> values{};
+  };
+  using Edges = std::array<int64_t, 5>;  // where each segment of a stretch begins, then the stretch's end
+  using Parts = std::array<Split, 4>;    // each segment's share
+
   void read_now(size_t slot, int64_t t, bool with_perf = true);
+  // read_now()'s steps: the deltas, the rate of a stretch without a change, the CPU and the counts shared
+  // out between the stretch's segments.
+  static Deltas deltas_since(const Slot& s, const CounterReading& r, bool with_perf);
+  static void learn_rate(Slot& s, int64_t cpu_ns, int64_t span);
+  static void share_cpu(const Slot& s, const Edges& edge, int64_t cpu, Parts& parts);
+  static void share_counts(Slot& s, const Edges& edge, const Deltas& d, bool with_perf, Parts& parts);
   void add_piece(Slot& s, const Segment& seg, int64_t from, int64_t to, const Split& part, bool sched,
                  uint8_t count);
   void end_hold(Slot& s);

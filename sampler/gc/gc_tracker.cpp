@@ -238,19 +238,51 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
     }
     return;
   }
-  auto settings = [&](int64_t at) {
-    emit(raw::GcSettings{
-        .ts = at, .enabled = s.enabled == 1, .threshold = {s.threshold[0], s.threshold[1], s.threshold[2]}});
-  };
   if (!started_) {
-    started_ = true;
-    prev_ = s;
-    settings(t_now);
-    emit_counts(s, t_now);
-    // One that began before the recording is timed from its first sight.
-    if (s.collecting == 1) begin(t_now, holder, Delta{}, t_now, t_now);
+    first_reading(s, t_now, holder);
     return;
   }
+  const Delta d = counter_moves(s);
+  if (s.enabled != prev_.enabled || s.threshold[0] != prev_.threshold[0] ||
+      s.threshold[1] != prev_.threshold[1] || s.threshold[2] != prev_.threshold[2]) {
+    emit_settings(s, t_mid);
+  }
+  if (!open_.active) {
+    if (s.collecting == 1) {
+      begin(t_mid, holder, d, t_prev, t_now);
+      emit_counts(s, t_now);
+    } else if (d.any()) {
+      untimed(d, t_prev, t_now - t_prev);
+    }
+  } else {
+    follow_open(s, d, holder, before, t_prev, t_now);
+  }
+  prev_ = s;
+  counts_now_ns_ = t_now;
+  if (closing_) {
+    last_counts_ = s;  // emitted at close()
+    return;
+  }
+  const bool counts_changed = s.count[0] != last_counts_.count[0] || s.count[1] != last_counts_.count[1] ||
+                              s.count[2] != last_counts_.count[2];
+  if (counts_changed && t_now - last_counts_ns_ >= raw::kGcCountsPeriodNs) emit_counts(s, t_now);
+}
+
+void GcTracker::emit_settings(const GcSample& s, int64_t at) {
+  emit(raw::GcSettings{
+      .ts = at, .enabled = s.enabled == 1, .threshold = {s.threshold[0], s.threshold[1], s.threshold[2]}});
+}
+
+void GcTracker::first_reading(const GcSample& s, int64_t t_now, const Holder& holder) {
+  started_ = true;
+  prev_ = s;
+  emit_settings(s, t_now);
+  emit_counts(s, t_now);
+  // One that began before the recording is timed from its first sight.
+  if (s.collecting == 1) begin(t_now, holder, Delta{}, t_now, t_now);
+}
+
+GcTracker::Delta GcTracker::counter_moves(GcSample& s) const {
   // The counters only grow. 3.15's ring buffers are read while the collector may be between moving a
   // generation's index and writing the entry there: the entry is then one from a lap ago, whose counters are
   // lower. That reading's counters are not taken (the previous ones stay), or the next reading would count
@@ -268,62 +300,46 @@ void GcTracker::observe(bool read_ok, int64_t t_now, const Holder& holder) {
     d.collected[g] = std::max<int64_t>(0, s.collected[g] - prev_.collected[g]);
     d.uncollectable[g] = std::max<int64_t>(0, s.uncollectable[g] - prev_.uncollectable[g]);
   }
-  if (s.enabled != prev_.enabled || s.threshold[0] != prev_.threshold[0] ||
-      s.threshold[1] != prev_.threshold[1] || s.threshold[2] != prev_.threshold[2]) {
-    settings(t_mid);
-  }
-  const int64_t window = t_now - t_prev;
-  if (!open_.active) {
-    if (s.collecting == 1) {
-      begin(t_mid, holder, d, t_prev, t_now);
-      emit_counts(s, t_now);
-    } else if (d.any()) {
-      untimed(d, t_prev, window);
+  return d;
+}
+
+void GcTracker::follow_open(const GcSample& s, Delta d, const Holder& holder, const Holder& before,
+                            int64_t t_prev, int64_t t_now) {
+  const int64_t t_mid = t_prev + (t_now - t_prev) / 2;
+  if (d.any()) {
+    if (open_.counted) {
+      // Its counter had moved already, at a poll that still read `collecting` == 1: that was the next
+      // collection running (or this one's stop callbacks, which cannot move a counter again). So this one
+      // ended at that poll, and the next one, which began there, is this move's. Its waits so far stay with
+      // the first.
+      const int64_t split = open_.counted_at;
+      end_then_pending(split);
+      begin(split, holder, Delta{}, t_prev, t_now);
     }
-  } else {
+    take_one(d);
+    open_.counted_at = t_mid;
+    counter_moved(holder, before, t_prev);
     if (d.any()) {
-      if (open_.counted) {
-        // Its counter had moved already, at a poll that still read `collecting` == 1: that was the next
-        // collection running (or this one's stop callbacks, which cannot move a counter again). So this one
-        // ended at that poll, and the next one, which began there, is this move's. Its waits so far stay with
-        // the first.
-        const Delta earlier = open_.pending;
-        const int64_t ets = open_.pending_ts, ewin = open_.pending_window;
-        const int64_t split = open_.counted_at;
-        end(split);
-        untimed(earlier, ets, ewin);
-        begin(split, holder, Delta{}, t_prev, t_now);
-      }
-      take_one(d);
-      open_.counted_at = t_mid;
-      counter_moved(holder, before, t_prev);
-      if (d.any()) {
-        // More moves than the one seen running: after it, other collections ran between the two polls, so it
-        // ended in this interval, and what runs now (if anything) is a later one. Split here, so that the
-        // untimed ones (drawn at this interval's midpoint) fall between the two.
-        const Delta earlier = open_.pending;
-        const int64_t ets = open_.pending_ts, ewin = open_.pending_window;
-        end(t_mid);
-        untimed(earlier, ets, ewin);
-        untimed(d, t_prev, window);
-        if (s.collecting == 1) begin(t_mid, holder, Delta{}, t_mid, t_mid);
-      }
-    }
-    saw_holder(holder, -1);  // a candidate: the callbacks and finalizers may hand the GIL over
-    if (s.collecting == 0 && open_.active) {
-      closing_ = true;
-      close_at_ = t_mid;
+      // More moves than the one seen running: after it, other collections ran between the two polls, so it
+      // ended in this interval, and what runs now (if anything) is a later one. Split here, so that the
+      // untimed ones (drawn at this interval's midpoint) fall between the two.
+      end_then_pending(t_mid);
+      untimed(d, t_prev, t_now - t_prev);
+      if (s.collecting == 1) begin(t_mid, holder, Delta{}, t_mid, t_mid);
     }
   }
-  prev_ = s;
-  counts_now_ns_ = t_now;
-  if (closing_) {
-    last_counts_ = s;  // emitted at close()
-    return;
+  saw_holder(holder, -1);  // a candidate: the callbacks and finalizers may hand the GIL over
+  if (s.collecting == 0 && open_.active) {
+    closing_ = true;
+    close_at_ = t_mid;
   }
-  const bool counts_changed = s.count[0] != last_counts_.count[0] || s.count[1] != last_counts_.count[1] ||
-                              s.count[2] != last_counts_.count[2];
-  if (counts_changed && t_now - last_counts_ns_ >= raw::kGcCountsPeriodNs) emit_counts(s, t_now);
+}
+
+void GcTracker::end_then_pending(int64_t at) {
+  const Delta earlier = open_.pending;
+  const int64_t ts = open_.pending_ts, window = open_.pending_window;
+  end(at);
+  untimed(earlier, ts, window);
 }
 
 void GcTracker::close() {
@@ -340,10 +356,7 @@ void GcTracker::close() {
 void GcTracker::finish(int64_t t_end) {
   closing_ = false;
   if (!open_.active) return;
-  const Delta pending = open_.pending;
-  const int64_t pts = open_.pending_ts, pwin = open_.pending_window;
-  end(t_end);  // its generation stays unknown unless its counter moved inside the stretch
-  untimed(pending, pts, pwin);
+  end_then_pending(t_end);  // its generation stays unknown unless its counter moved inside the stretch
 }
 
 }  // namespace gilspy::sampler

@@ -134,6 +134,16 @@ class GcTracker {
     int64_t wait_ns = 0;
   };
 
+  // observe()'s steps: the first reading, the counter moves since the last one, an open collection followed
+  // (ended, split, or given its counter move).
+  void first_reading(const GcSample& s, int64_t t_now, const Holder& holder);
+  Delta counter_moves(GcSample& s) const;  // also keeps the last counters where `s`'s went back
+  void follow_open(const GcSample& s, Delta d, const Holder& holder, const Holder& before, int64_t t_prev,
+                   int64_t t_now);
+  void emit_settings(const GcSample& s, int64_t at);
+  // Ends the open collection at `at`, then emits the untimed collections counted before it between the same
+  // two polls.
+  void end_then_pending(int64_t at);
   void begin(int64_t t_mid, const Holder& holder, const Delta& d, int64_t t_prev, int64_t t_now);
   // The holder seen at a poll of the open collection: its part opens (from its hold's start, or the
   // collection's if later); `window_from`: the previous reading, when this poll saw an instant only the

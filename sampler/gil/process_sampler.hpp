@@ -203,7 +203,13 @@ class ProcessSampler {
   uint64_t count_handoffs(const GilSample& g, int64_t t_now, uint64_t* seen);
   void assign_roles(int holder, const GilSample& g, uint64_t delta, int64_t t_now, int64_t t_mid);
   void observe_gc(int holder, bool gc_now, bool read_whole, int64_t t_now);
-  void rewalk(int64_t t_mid, bool changed = false);  // changed: the list is known to differ from the last
+  // The tracks kept in step with the thread list (thread_tracks.cpp): a re-walk (changed: the list is known
+  // to differ from the last), whether a followed thread is in it (its entry marked matched), a track ended
+  // and one started.
+  void rewalk(int64_t t_mid, bool changed = false);
+  bool match_in_walk(const Track& t, size_t n);
+  void end_track(size_t i, int64_t at);
+  void start_track(const ThreadRef& ref, int64_t t_mid);
   // Notes whether the whole process is stopped (SIGSTOP, a debugger). Returns false when the process we
   // attached to has ended, whoever has its pid now.
   bool check_process(int64_t t_mid);
@@ -211,7 +217,9 @@ class ProcessSampler {
   int find_track(uint64_t tstate) const;
   void set_role(Track& t, GilRole role, int64_t at);
   template <class Kind>
-  void emit(Kind&& record);  // one alternative of raw::Record
+  void emit(Kind&& record) {                           // one alternative of raw::Record
+    queue_.push(target_, std::forward<Kind>(record));  // a full queue is counted by the queue itself
+  }
   void note_activity(const GilSample& g, uint64_t delta, bool dirty, int64_t t_now, int64_t t_mid);
   // After a poll `gap` ns after the last: how far each thread's time in each state may be off for it.
   void note_uncertainty(const GilSample& g, bool unseen_handoffs, int64_t gap);

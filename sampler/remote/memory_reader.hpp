@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 
+#include "base/byte_fields.hpp"
+
 namespace gilspy::sampler {
 
 struct ReadRegion {
@@ -16,6 +18,12 @@ struct ReadRegion {
   void* local = nullptr;
   size_t len = 0;
 };
+
+// The region that reads field `f` of the structure at `base` into `*into`, which has the field's own type.
+template <class T>
+ReadRegion field_region(uint64_t base, Field<T> f, T* into) {
+  return {base + f.off, into, sizeof(T)};
+}
 
 class MemoryReader {
  public:

@@ -107,31 +107,54 @@ CodeResult CodeCache::resolve(uint64_t addr, CodeInfo* out) {
   out->addr = addr;
   std::memcpy(out->fingerprint, head + fp_start_, 8 * fp_words_);
   out->first_line = load<int32_t>(head, c.firstlineno);
-  const uint64_t filename = load<uint64_t>(head, c.filename);
-  const uint64_t qualname = load<uint64_t>(head, c.qualname ? *c.qualname : c.name);
-  const uint64_t table = load<uint64_t>(head, c.linetable);
+  CodeRefs refs;
+  refs.filename = load<uint64_t>(head, c.filename);
+  refs.qualname = load<uint64_t>(head, c.qualname ? *c.qualname : c.name);
+  refs.table = load<uint64_t>(head, c.linetable);
   if (out->first_line < 0) return CodeResult::kInvalid;
   // The instructions' length: 3.11+ Py_SIZE(code) code units inside the object; before, co_code's length.
-  uint64_t co_code = 0;
   if (c.code_adaptive) {
     const int64_t units = load<int64_t>(head, layout_.object.ob_size);
     if (units <= 0 || units > (int64_t{1} << 24)) return CodeResult::kInvalid;
     out->code_bytes = 2 * units;
     out->instr_start = addr + *c.code_adaptive;
   } else {
-    co_code = load<uint64_t>(head, *c.co_code);
+    refs.co_code = load<uint64_t>(head, *c.co_code);
   }
-  // The file name and qualified name, the line table's and co_code's headers: one read.
+  uint8_t headers[4][64] = {};
+  int64_t table_len = 0;
+  if (const CodeResult r = read_code_headers(refs, headers, out, &table_len); r != CodeResult::kOk) return r;
+  // The names' text and the table's bytes.
+  uint32_t ids[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const CodeResult r = intern_name(i == 0 ? refs.filename : refs.qualname, headers[i], &ids[i]);
+    if (r != CodeResult::kOk) return r;
+  }
+  if (table_len > 0 && !objects_.read_one(refs.table + layout_.bytes.data, table_bytes_.data() + table_used_,
+                                          static_cast<size_t>(table_len))) {
+    return CodeResult::kInvalid;
+  }
+  out->file = ids[0];
+  out->qualname = ids[1];
+  out->table_offset = static_cast<uint32_t>(table_used_);
+  out->table_length = static_cast<uint32_t>(table_len);
+  table_used_ += static_cast<size_t>(table_len);
+  return CodeResult::kOk;
+}
+
+// The file name and qualified name, the line table's and co_code's headers: one read, each checked for its
+// kind; co_code's length (before 3.11) into out->code_bytes, the line table's into *table_len.
+CodeResult CodeCache::read_code_headers(const CodeRefs& refs, uint8_t (&h)[4][64], CodeInfo* out,
+                                        int64_t* table_len) {
   const size_t str_header = layout_.unicode.ascii_data;
   const size_t bytes_header = layout_.bytes.data;
-  uint8_t h[4][64] = {};
   if (str_header > 64 || bytes_header > 64) return CodeResult::kInvalid;
-  const ReadRegion r[4] = {{filename, h[0], str_header},
-                           {qualname, h[1], str_header},
-                           {table, h[2], bytes_header},
-                           {co_code, h[3], bytes_header}};
-  const size_t want = co_code != 0 ? 4 : 3;
-  if (filename == 0 || qualname == 0 || table == 0 || objects_.read({r, want}) != want)
+  const ReadRegion r[4] = {{refs.filename, h[0], str_header},
+                           {refs.qualname, h[1], str_header},
+                           {refs.table, h[2], bytes_header},
+                           {refs.co_code, h[3], bytes_header}};
+  const size_t want = refs.co_code != 0 ? 4 : 3;
+  if (refs.filename == 0 || refs.qualname == 0 || refs.table == 0 || objects_.read({r, want}) != want)
     return CodeResult::kInvalid;
   for (int i = 0; i < 2; ++i) {
     if (objects_.kind_of_type(load<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kStr)
@@ -142,40 +165,31 @@ CodeResult CodeCache::resolve(uint64_t addr, CodeInfo* out) {
       return CodeResult::kInvalid;
     }
   }
-  if (co_code != 0) {
+  if (refs.co_code != 0) {
     const int64_t n = load<int64_t>(h[3], layout_.bytes.size);
     if (n <= 0 || n > (int64_t{1} << 26)) return CodeResult::kInvalid;
     out->code_bytes = n;
   }
-  const int64_t table_len = load<int64_t>(h[2], layout_.bytes.size);
-  if (table_len < 0 || static_cast<size_t>(table_len) > kMaxTable) return CodeResult::kInvalid;
-  // The names' text and the table's bytes.
-  uint32_t ids[2] = {0, 0};
-  for (int i = 0; i < 2; ++i) {
-    const auto shape = objects_.str_shape(h[i]);
-    if (!shape) return CodeResult::kInvalid;
-    const uint64_t chars = std::min<uint64_t>(shape->length, kMaxName);
-    uint8_t data[kMaxName * 4];
-    const uint64_t obj = i == 0 ? filename : qualname;
-    if (chars > 0 &&
-        !objects_.read_one(obj + shape->data_offset, data, chars * static_cast<uint64_t>(shape->char_size))) {
-      return CodeResult::kInvalid;
-    }
-    const auto len =
-        RemoteObjects::utf8_of(data, chars, shape->char_size, {text_.data(), text_.size()}, nullptr);
-    if (!len) return CodeResult::kInvalid;  // not text UTF-8 can carry: not a name
-    ids[i] = tables_.intern_string({text_.data(), *len});
-    if (ids[i] == 0) return CodeResult::kFull;
-  }
-  if (table_len > 0 && !objects_.read_one(table + layout_.bytes.data, table_bytes_.data() + table_used_,
-                                          static_cast<size_t>(table_len))) {
+  *table_len = load<int64_t>(h[2], layout_.bytes.size);
+  if (*table_len < 0 || static_cast<size_t>(*table_len) > kMaxTable) return CodeResult::kInvalid;
+  return CodeResult::kOk;
+}
+
+// The text of the str at `obj` (whose header is `header`), interned into *id.
+CodeResult CodeCache::intern_name(uint64_t obj, RemoteBytes header, uint32_t* id) {
+  const auto shape = objects_.str_shape(header);
+  if (!shape) return CodeResult::kInvalid;
+  const uint64_t chars = std::min<uint64_t>(shape->length, kMaxName);
+  uint8_t data[kMaxName * 4];
+  if (chars > 0 &&
+      !objects_.read_one(obj + shape->data_offset, data, chars * static_cast<uint64_t>(shape->char_size))) {
     return CodeResult::kInvalid;
   }
-  out->file = ids[0];
-  out->qualname = ids[1];
-  out->table_offset = static_cast<uint32_t>(table_used_);
-  out->table_length = static_cast<uint32_t>(table_len);
-  table_used_ += static_cast<size_t>(table_len);
+  const auto len =
+      RemoteObjects::utf8_of(data, chars, shape->char_size, {text_.data(), text_.size()}, nullptr);
+  if (!len) return CodeResult::kInvalid;  // not text UTF-8 can carry: not a name
+  *id = tables_.intern_string({text_.data(), *len});
+  if (*id == 0) return CodeResult::kFull;
   return CodeResult::kOk;
 }
 

@@ -58,7 +58,14 @@ class CodeCache {
  private:
   uint32_t* index_slot(uint64_t addr);
   void clear();
+  // The objects a code object points to that resolve() reads (co_code: before 3.11 only, else 0).
+  struct CodeRefs {
+    uint64_t filename = 0, qualname = 0, table = 0, co_code = 0;
+  };
   CodeResult resolve(uint64_t addr, CodeInfo* out);
+  // resolve()'s steps: the headers of the objects it points to, then each name's text.
+  CodeResult read_code_headers(const CodeRefs& refs, uint8_t (&h)[4][64], CodeInfo* out, int64_t* table_len);
+  CodeResult intern_name(uint64_t obj, RemoteBytes header, uint32_t* id);
 
   RemoteObjects& objects_;
   StackTables& tables_;

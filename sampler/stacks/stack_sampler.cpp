@@ -127,9 +127,9 @@ bool StackSampler::has_work(int64_t now) const {
 
 std::array<ReadRegion, 3> StackSampler::gil_regions(Gil* g) const {
   const auto& l = interp_.layout.gil;
-  return {ReadRegion{interp_.gil_addr + l.last_holder, &g->last_holder, 8},
-          ReadRegion{interp_.gil_addr + l.locked, &g->locked, 4},
-          ReadRegion{interp_.gil_addr + l.switch_number, &g->switch_number, 8}};
+  return {field_region(interp_.gil_addr, l.last_holder, &g->last_holder),
+          field_region(interp_.gil_addr, l.locked, &g->locked),
+          field_region(interp_.gil_addr, l.switch_number, &g->switch_number)};
 }
 
 void StackSampler::work(int64_t deadline) {
@@ -179,26 +179,8 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
   Slot& s = slots_[slot];
   Gil before, after;
   const bool holding = role == raw::GilRole::kHolding;
-  // A holder that ran on under the read is read again at once (twice at most): the next read usually holds.
-  auto torn = [&] {
-    ++counters_.torn;
-    if (holding && s.retries < kTornRetries) {
-      ++s.retries;
-      holder_request_ = static_cast<int>(slot);
-      holder_request_since_ = s.since;
-    }
-  };
-  // The GIL and the thread's frame pointer in one read; the same again with the walk's last read.
-  const auto gil_before = gil_regions(&before);
   uint64_t first_frame = 0;
-  // Where its frame was last time, unless that guess missed at the last read: a thread whose frame moves
-  // between reads (calls of every shape) pays for a wrong guess's page at most every other read.
-  const FrameGuess guess = s.guess_missed ? FrameGuess{} : s.guess;
-  const bool read = walker_.current_frame(s.tstate, &first_frame, gil_before, guess);
-  if (read) {
-    s.guess_missed = guess.frame != 0 && first_frame != guess.frame;
-    s.guess = walker_.found(first_frame);
-  }
+  const bool read = read_first_frame(s, &before, &first_frame);
   if (read && holding && (before.locked != 1 || before.last_holder != s.tstate)) {
     ++counters_.skipped;  // it let go in the meantime
     return;
@@ -206,42 +188,15 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
   ++counters_.walks;
   s.last_attempt_ns = monotonic_ns();
   if (!read) {
-    torn();
+    note_torn(slot, holding);
     return;
   }
   WalkOutput w;
   const auto gil_after = gil_regions(&after);
   const WalkResult r = walker_.walk_from(s.tstate, first_frame, deadline, &w, gil_after);
   counters_.frames += w.frames_read;
-  switch (r) {
-    case WalkResult::kOk:
-      break;
-    case WalkResult::kEmpty:
-      return;
-    case WalkResult::kTorn:
-      torn();
-      return;
-    case WalkResult::kInvalid:
-      ++counters_.invalid;
-      return;
-    case WalkResult::kFull:
-      ++counters_.skipped;
-      return;
-    case WalkResult::kBudget:
-      ++counters_.skipped;
-      if (holding) {
-        holder_request_ = static_cast<int>(slot);  // again at the next chance, if it still holds
-        holder_request_since_ = s.since;
-      }
-      return;
-  }
-  // The walk checked that the thread's frame pointer did not move; whether the GIL changed hands. A waiter
-  // that is the GIL's last holder at either read took it since the poll that saw it wait (or just let it
-  // go): it ran Python meanwhile, and its stack is not where it waited (CI: a sleeper's "wait" read at the
-  // loop line after its sleep).
-  if (holding ? (after.locked != 1 || after.last_holder != s.tstate ||
-                 after.switch_number != before.switch_number)
-              : (before.last_holder == s.tstate || after.last_holder == s.tstate)) {
+  if (!walk_usable(r, slot, holding)) return;
+  if (gil_moved(s, holding, before, after)) {
     ++counters_.torn;  // it let go (or took the GIL): the interval is over, no second read
     return;
   }
@@ -250,6 +205,68 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
     s.idle_stack = stack;
     s.idle_switch = after.switch_number;
   }
+}
+
+// The GIL and the thread's frame pointer in one read (into *before and *first_frame); false when torn.
+bool StackSampler::read_first_frame(Slot& s, Gil* before, uint64_t* first_frame) {
+  const auto gil_before = gil_regions(before);
+  // Where its frame was last time, unless that guess missed at the last read: a thread whose frame moves
+  // between reads (calls of every shape) pays for a wrong guess's page at most every other read.
+  const FrameGuess guess = s.guess_missed ? FrameGuess{} : s.guess;
+  const bool read = walker_.current_frame(s.tstate, first_frame, gil_before, guess);
+  if (read) {
+    s.guess_missed = guess.frame != 0 && *first_frame != guess.frame;
+    s.guess = walker_.found(*first_frame);
+  }
+  return read;
+}
+
+// A holder that ran on under the read is read again at once (twice at most): the next read usually holds.
+void StackSampler::note_torn(size_t slot, bool holding) {
+  Slot& s = slots_[slot];
+  ++counters_.torn;
+  if (holding && s.retries < kTornRetries) {
+    ++s.retries;
+    holder_request_ = static_cast<int>(slot);
+    holder_request_since_ = s.since;
+  }
+}
+
+// Whether a walk gave a stack to emit; counts why not.
+bool StackSampler::walk_usable(WalkResult r, size_t slot, bool holding) {
+  switch (r) {
+    case WalkResult::kOk:
+      return true;
+    case WalkResult::kEmpty:
+      return false;
+    case WalkResult::kTorn:
+      note_torn(slot, holding);
+      return false;
+    case WalkResult::kInvalid:
+      ++counters_.invalid;
+      return false;
+    case WalkResult::kFull:
+      ++counters_.skipped;
+      return false;
+    case WalkResult::kBudget:
+      ++counters_.skipped;
+      if (holding) {
+        holder_request_ = static_cast<int>(slot);  // again at the next chance, if it still holds
+        holder_request_since_ = slots_[slot].since;
+      }
+      return false;
+  }
+  return true;
+}
+
+// The walk checked that the thread's frame pointer did not move; whether the GIL changed hands. A waiter that
+// is the GIL's last holder at either read took it since the poll that saw it wait (or just let it go): it ran
+// Python meanwhile, and its stack is not where it waited (CI: a sleeper's "wait" read at the loop line after
+// its sleep).
+bool StackSampler::gil_moved(const Slot& s, bool holding, const Gil& before, const Gil& after) {
+  return holding ? (after.locked != 1 || after.last_holder != s.tstate ||
+                    after.switch_number != before.switch_number)
+                 : (before.last_holder == s.tstate || after.last_holder == s.tstate);
 }
 
 uint32_t StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w) {

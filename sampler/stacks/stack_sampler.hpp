@@ -85,6 +85,12 @@ class StackSampler {
   std::array<ReadRegion, 3> gil_regions(Gil* g) const;
   // One stack read for `slot`, as the holder or as a waiter.
   void sample(size_t slot, raw::GilRole role, int64_t deadline);
+  // sample()'s steps: the first read, a torn read noted (a holder asked for again), the walk's result
+  // counted, and whether the GIL moved under the walk.
+  bool read_first_frame(Slot& s, Gil* before, uint64_t* first_frame);
+  void note_torn(size_t slot, bool holding);
+  bool walk_usable(WalkResult r, size_t slot, bool holding);
+  static bool gil_moved(const Slot& s, bool holding, const Gil& before, const Gil& after);
   // The sample's stack id; 0 when the tables were full.
   uint32_t emit_sample(Slot& s, raw::GilRole role, int64_t now, const WalkOutput& w);
   // Thread names: one step of reading thread names from threading._active, up to `deadline`; a refresh is

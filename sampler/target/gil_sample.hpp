@@ -29,12 +29,12 @@ inline constexpr uint64_t kMaxSwitchIntervalUs = 1'000'000'000'000;
 inline std::optional<GilSample> decode_gil(RemoteBytes bytes, const layouts::GilLayout& g) {
   FieldReader r(bytes);
   GilSample s;
-  s.locked = r.get<int32_t>(g.locked);
-  s.last_holder = r.get<uint64_t>(g.last_holder);
-  s.switch_number = r.get<uint64_t>(g.switch_number);
-  s.interval_us = std::min(r.get<uint64_t>(g.interval), kMaxSwitchIntervalUs);
-  s.waiters = r.get<uint32_t>(size_t{g.cond} + g.cond_wrefs) >> g.cond_wrefs_shift;
-  if (g.enabled) s.enabled = r.get<int32_t>(*g.enabled) != 0;
+  s.locked = r.get(g.locked);
+  s.last_holder = r.get(g.last_holder);
+  s.switch_number = r.get(g.switch_number);
+  s.interval_us = std::min(r.get(g.interval), kMaxSwitchIntervalUs);
+  s.waiters = r.get(g.cond_wrefs, g.cond) >> g.cond_wrefs_shift;
+  if (g.enabled) s.enabled = r.get(*g.enabled) != 0;
   if (!r.complete()) return std::nullopt;
   return s;
 }

@@ -1,6 +1,7 @@
 #include "sampler/target/interpreter.hpp"
 
 #include <array>
+#include <span>
 #include <vector>
 
 #include "base/error.hpp"
@@ -17,16 +18,13 @@ uint64_t locate_gil(MemoryReader& reader, const layouts::Layout& layout, uint64_
   return gil;
 }
 
-Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::PythonBinary& binary) {
-  Interpreter in;
-  in.pid = pid;
-  in.binary = binary;
+namespace {
 
-  // The runtime's first bytes hold _Py_DebugOffsets where the version publishes them.
-  std::vector<uint8_t> head(layouts::runtime_head_size(binary.version));
-  if (!head.empty()) reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
+// The version's layout from its table or the runtime's first bytes (`head`: _Py_DebugOffsets where the
+// version publishes them).
+layouts::Layout attach_layout(pid_t pid, const elf::PythonBinary& binary, std::span<const uint8_t> head) {
   try {
-    in.layout = layouts::resolve_layout(binary.version, head);
+    return layouts::resolve_layout(binary.version, head);
   } catch (const Error& e) {
     // "process N runs Python 3.7.16, which gilspy does not support (...)", as elfutils says of 2.7 and 3.6.
     if (e.kind() != ErrorKind::kUnsupportedVersion) throw;
@@ -34,10 +32,14 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
     throw Error(ErrorKind::kUnsupportedVersion,
                 "process " + std::to_string(pid) + (what.rfind("Python ", 0) == 0 ? " runs " : ": ") + what);
   }
+}
+
+// The stack layout, or why stacks are not read (never a reason to refuse the target).
+void attach_stack_layout(Interpreter& in, std::span<const uint8_t> head) {
   try {
-    in.stack_layout = layouts::resolve_stack_layout(binary.version, head);
+    in.stack_layout = layouts::resolve_stack_layout(in.binary.version, head);
     if (!in.stack_layout.known)
-      in.stack_problem = "gilspy knows no frame layout for Python " + binary.version.text();
+      in.stack_problem = "gilspy knows no frame layout for Python " + in.binary.version.text();
     if (in.layout.free_threaded) {
       // Objects carry more header there (ob_tid, a shared refcount), dicts a lock: layouts gilspy does not
       // have.
@@ -48,6 +50,65 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
     in.stack_layout = {};
     in.stack_problem = e.what();
   }
+}
+
+// The GIL struct as attach first reads it, checked: every field inside its size (then the poll, which reads
+// that size, decodes every time), enabled, created, and a `locked` that makes sense.
+GilSample first_gil_of(MemoryReader& reader, const Interpreter& in) {
+  const auto& l = in.layout;
+  const std::string version = in.binary.version.text();
+  std::array<uint8_t, 256> gil_bytes{};
+  if (l.gil.size > gil_bytes.size()) {
+    throw Error(ErrorKind::kLayoutMismatch, "the GIL layout of Python " + version + " is " +
+                                                std::to_string(l.gil.size) +
+                                                " bytes, more than gilspy reads");
+  }
+  reader.read_exact(in.gil_addr, gil_bytes.data(), l.gil.size, "the GIL struct");
+  const auto first = decode_gil(RemoteBytes(gil_bytes.data(), l.gil.size), l.gil);
+  if (!first) {
+    throw Error(ErrorKind::kLayoutMismatch,
+                "the GIL layout of Python " + version + " has fields past its size; refusing");
+  }
+  if (!first->enabled) {
+    throw Error(ErrorKind::kNoGil, "process " + std::to_string(in.pid) + " (Python " + version +
+                                       "): free-threaded build, GIL disabled: nothing to record");
+  }
+  if (first->locked == -1) throw Error(ErrorKind::kNotReady, "the GIL is not created yet");
+  if (first->locked != 0 && first->locked != 1) {
+    throw Error(ErrorKind::kLayoutMismatch, "the GIL struct of Python " + version +
+                                                " does not look right (locked = " +
+                                                std::to_string(first->locked) + "); refusing to guess");
+  }
+  // The switch interval is whatever sys.setswitchinterval() was given (0 below 1 µs, any length above):
+  // recorded as it is, not a test of the layout (the session says when it is unusual).
+  return *first;
+}
+
+// The first thread state must point back at this interpreter.
+void expect_thread_state_points_back(MemoryReader& reader, const Interpreter& in) {
+  const auto& l = in.layout;
+  const auto tstate =
+      reader.read_value<uint64_t>(in.interp_addr + l.interp.threads_head, "the thread list head");
+  if (tstate == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no thread state yet");
+  const auto back = reader.read_value<uint64_t>(tstate + l.tstate.interp, "a thread state's interp pointer");
+  if (back != in.interp_addr) {
+    throw Error(ErrorKind::kLayoutMismatch, "a thread state of Python " + in.binary.version.text() +
+                                                " does not point back at its interpreter; refusing to guess");
+  }
+}
+
+}  // namespace
+
+Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::PythonBinary& binary) {
+  Interpreter in;
+  in.pid = pid;
+  in.binary = binary;
+
+  // The runtime's first bytes hold _Py_DebugOffsets where the version publishes them.
+  std::vector<uint8_t> head(layouts::runtime_head_size(binary.version));
+  if (!head.empty()) reader.read_exact(binary.runtime_addr, head.data(), head.size(), "_PyRuntime");
+  in.layout = attach_layout(pid, binary, head);
+  attach_stack_layout(in, head);
   // The GIL's cond is the target's glibc's pthread_cond_t, whatever glibc this machine has.
   const auto glibc = binary.glibc ? layouts::glibc_layout_for(binary.glibc->major, binary.glibc->minor)
                                   : layouts::glibc_layout_for(-1, -1);
@@ -60,43 +121,8 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   if (in.interp_addr == 0) throw Error(ErrorKind::kNotReady, "the interpreter is not initialised yet");
   in.interp_id = reader.read_value<int64_t>(in.interp_addr + l.interp.id, "the interpreter's id");
   in.gil_addr = locate_gil(reader, l, binary.runtime_addr, in.interp_addr);
-
-  std::array<uint8_t, 256> gil_bytes{};
-  if (l.gil.size > gil_bytes.size()) {
-    throw Error(ErrorKind::kLayoutMismatch, "the GIL layout of Python " + binary.version.text() + " is " +
-                                                std::to_string(l.gil.size) +
-                                                " bytes, more than gilspy reads");
-  }
-  reader.read_exact(in.gil_addr, gil_bytes.data(), l.gil.size, "the GIL struct");
-  // Every field inside the struct's size: then the poll, which reads that size, decodes every time.
-  const auto first = decode_gil(RemoteBytes(gil_bytes.data(), l.gil.size), l.gil);
-  if (!first) {
-    throw Error(ErrorKind::kLayoutMismatch,
-                "the GIL layout of Python " + binary.version.text() + " has fields past its size; refusing");
-  }
-  in.first_gil = *first;
-  if (!in.first_gil.enabled) {
-    throw Error(ErrorKind::kNoGil, "process " + std::to_string(pid) + " (Python " + binary.version.text() +
-                                       "): free-threaded build, GIL disabled: nothing to record");
-  }
-  if (in.first_gil.locked == -1) throw Error(ErrorKind::kNotReady, "the GIL is not created yet");
-  if (in.first_gil.locked != 0 && in.first_gil.locked != 1) {
-    throw Error(ErrorKind::kLayoutMismatch, "the GIL struct of Python " + binary.version.text() +
-                                                " does not look right (locked = " +
-                                                std::to_string(in.first_gil.locked) + "); refusing to guess");
-  }
-  // The switch interval is whatever sys.setswitchinterval() was given (0 below 1 µs, any length above):
-  // recorded as it is, not a test of the layout (the session says when it is unusual).
-
-  // The first thread state must point back at this interpreter.
-  const auto tstate =
-      reader.read_value<uint64_t>(in.interp_addr + l.interp.threads_head, "the thread list head");
-  if (tstate == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no thread state yet");
-  const auto back = reader.read_value<uint64_t>(tstate + l.tstate.interp, "a thread state's interp pointer");
-  if (back != in.interp_addr) {
-    throw Error(ErrorKind::kLayoutMismatch, "a thread state of Python " + binary.version.text() +
-                                                " does not point back at its interpreter; refusing to guess");
-  }
+  in.first_gil = first_gil_of(reader, in);
+  expect_thread_state_points_back(reader, in);
   if (l.gc.known) {
     in.gc_addr =
         (l.gc.home == layouts::GcHome::kRuntime ? binary.runtime_addr : in.interp_addr) + l.gc.offset;

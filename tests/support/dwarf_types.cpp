@@ -410,4 +410,26 @@ std::optional<uint64_t> DwarfTypes::offset_of(std::string_view type, std::string
   return std::nullopt;
 }
 
+std::optional<uint64_t> DwarfTypes::member_size(std::string_view type, std::string_view member_path) const {
+  auto current = impl_->find_type(type);
+  while (current) {
+    const size_t dot = member_path.find('.');
+    const std::string_view part = member_path.substr(0, dot);
+    if (part.empty()) return std::nullopt;
+    const auto found = impl_->find_member(*current, part);
+    if (!found || !found->type) return std::nullopt;
+    current = impl_->resolve(*found->type);
+    if (dot == std::string_view::npos) {
+      if (!current) return std::nullopt;
+      const Die die = impl_->offdie(*current);
+      // gcc writes a pointer's size as DW_FORM_implicit_const, which dwarf_formudata does not read; the
+      // tables are x86-64's.
+      if (impl_->tag(die) == DW_TAG_pointer_type) return 8;
+      return impl_->udata(die, DW_AT_byte_size);
+    }
+    member_path.remove_prefix(dot + 1);
+  }
+  return std::nullopt;
+}
+
 }  // namespace gilspy::elf

@@ -23,6 +23,8 @@ class DwarfTypes {
   std::optional<uint64_t> size_of(std::string_view type) const;
   // `member_path` may go through nested structs: "ceval.gil", "interpreters.head", "threads.head".
   std::optional<uint64_t> offset_of(std::string_view type, std::string_view member_path) const;
+  // The byte size of that member's type (typedefs followed): what a table's Field<T> must be as wide as.
+  std::optional<uint64_t> member_size(std::string_view type, std::string_view member_path) const;
 
  private:
   struct Impl;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/byte_fields.hpp"
@@ -32,6 +33,32 @@ TEST_CASE("bytes from the target: a field inside is read, one outside (or overfl
   CHECK(r.complete());
   CHECK(r.get<uint32_t>(13) == 0);
   CHECK_FALSE(r.complete());
+}
+
+TEST_CASE("a typed field is read at its own width, and refused where it does not fit") {
+  std::vector<uint8_t> backing(32, 0xee);
+  for (uint8_t i = 0; i < 16; ++i) backing[i] = i;
+  const RemoteBytes bytes(backing.data(), 16);
+  constexpr gilspy::Field<uint64_t> word = 8;
+  constexpr gilspy::Field<int32_t> small = 4;
+  static_assert(std::is_same_v<decltype(load(bytes, word)), uint64_t>);  // T comes from the table
+  static_assert(std::is_same_v<decltype(load(bytes, small)), int32_t>);
+  CHECK(load(bytes, word) == 0x0f0e0d0c0b0a0908ull);
+  CHECK(load(bytes, small) == 0x07060504);
+  CHECK(load(bytes, small, 8) == 0x0f0e0d0c);    // the same field of a struct 8 bytes in
+  CHECK(load(bytes, word, 1) == 0);              // 9..16: one byte past the end
+  CHECK(load(bytes, small, SIZE_MAX - 8) == 0);  // base + offset + size wraps: still refused
+  const gilspy::Field<uint64_t> past = 12;       // the buffer is 4 bytes short for it
+  CHECK(load(bytes, past) == 0);
+  FieldReader r(bytes);
+  CHECK(r.get(small) == 0x07060504);
+  CHECK(r.get(word) == 0x0f0e0d0c0b0a0908ull);
+  CHECK(r.complete());
+  CHECK(r.get(past) == 0);
+  CHECK_FALSE(r.complete());
+  FieldReader cut(RemoteBytes(backing.data(), 15));  // a short buffer: the word at 8 needs 16 bytes
+  CHECK(cut.get(word) == 0);
+  CHECK_FALSE(cut.complete());
 }
 
 TEST_CASE("the GIL and GC decoders refuse a buffer shorter than their layout") {

@@ -113,8 +113,8 @@ Blob blob_3_13_from_table() {
   b.put(p13::interp_gc, t.gc.offset);
   b.put(p13::interp_ceval_gil, t.gil_offset);
   b.put(p13::interp_gil, kGil3_13);
-  b.put(p13::interp_gil_locked, kGil3_13 + t.gil.locked);
-  b.put(p13::interp_gil_holder, kGil3_13 + t.gil.last_holder);
+  b.put(p13::interp_gil_locked, kGil3_13 + t.gil.locked.off);
+  b.put(p13::interp_gil_holder, kGil3_13 + t.gil.last_holder.off);
   b.put(p13::tstate_prev, t.tstate.prev);
   b.put(p13::tstate_next, t.tstate.next);
   b.put(p13::tstate_interp, t.tstate.interp);
@@ -202,9 +202,9 @@ TEST_CASE("3.14 layout built from the debug offsets") {
   REQUIRE(l.tstate.native_thread_id.has_value());
   CHECK(*l.tstate.native_thread_id == v.native_thread_id);
   // The GIL struct keeps its 3.7-3.13 shape; the published locked/holder agree with it.
-  CHECK(l.gil.last_holder == v.gil_holder - v.gil);
-  CHECK(l.gil.locked == v.gil_locked - v.gil);
-  CHECK(l.gil.switch_number == 24);
+  CHECK(l.gil.last_holder.off == v.gil_holder - v.gil);
+  CHECK(l.gil.locked.off == v.gil_locked - v.gil);
+  CHECK(l.gil.switch_number.off == 24);
   CHECK_FALSE(l.gil.enabled.has_value());
   CHECK(l.gc.home == gl::GcHome::kInterp);
   CHECK(l.gc.offset == v.gc);
@@ -238,7 +238,7 @@ TEST_CASE(
   const gl::Layout bad4 =
       gl::resolve_layout(gilspy::elf::version_from_hex(0x030E04F0), blob_3_14(v, 0x030E04F0).span());
   CHECK_FALSE(bad4.gc.known);
-  CHECK(bad4.gil.locked == 16);  // the GIL is still read
+  CHECK(bad4.gil.locked.off == 16);  // the GIL is still read
 }
 
 TEST_CASE("3.13: a GC state the block places elsewhere is left unread; the GIL still is") {
@@ -246,7 +246,7 @@ TEST_CASE("3.13: a GC state the block places elsewhere is left unread; the GIL s
   b.put(p13::gc_collecting, 208);
   const gl::Layout l = gl::resolve_layout(gilspy::elf::version_from_hex(kV3_13_0), b.span());
   CHECK_FALSE(l.gc.known);
-  CHECK(l.gil.locked == 16);
+  CHECK(l.gil.locked.off == 16);
 }
 
 TEST_CASE("free-threaded 3.14: layout says so and the GIL fields move by 8") {
@@ -262,11 +262,11 @@ TEST_CASE("free-threaded 3.14: layout says so and the GIL fields move by 8") {
   const gl::Layout l = gl::resolve_layout(v3_14(), b.span());
   CHECK(l.free_threaded);
   REQUIRE(l.gil.enabled.has_value());
-  CHECK(*l.gil.enabled == 0);
-  CHECK(l.gil.interval == 8);
-  CHECK(l.gil.last_holder == 16);
-  CHECK(l.gil.locked == 24);
-  CHECK(l.gil.switch_number == 32);
+  CHECK(l.gil.enabled->off == 0);
+  CHECK(l.gil.interval.off == 8);
+  CHECK(l.gil.last_holder.off == 16);
+  CHECK(l.gil.locked.off == 24);
+  CHECK(l.gil.switch_number.off == 32);
   CHECK(l.gil.cond == 40);
   CHECK(l.gil.mutex == 88);
   CHECK(l.gil.size == 216);

@@ -173,8 +173,8 @@ TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC statistics 
   CHECK(l.tstate.native_thread_id == v.native_thread_id);
   CHECK(l.tstate.holds_gil == v.holds_gil);
   CHECK(l.tstate.holds_gil_bit == -1);
-  CHECK(l.gil.locked == 16);
-  CHECK(l.gil.last_holder == 8);
+  CHECK(l.gil.locked.off == 16);
+  CHECK(l.gil.last_holder.off == 8);
   // The GC state: generation stats behind a pointer, ring buffers (gc_layouts.cpp).
   CHECK(l.gc.known);
   CHECK(l.gc.offset == v.gc);
@@ -197,7 +197,7 @@ TEST_CASE("3.15 GC state: a block that places its fields elsewhere leaves the GC
     const gl::Layout l = gl::resolve_layout(version(kV3_15_2), blob_3_15(v).span());
     CHECK_FALSE(l.gc.known);
     CHECK(std::string(l.gc.why_unknown).size() > 10);
-    CHECK(l.gil.locked == 16);
+    CHECK(l.gil.locked.off == 16);
   }
 }
 
@@ -301,7 +301,7 @@ TEST_CASE("live: Debian unstable's python3.15 and its glibc, as fetched by scrip
   // design.md §7, from the live 3.15.2 (independent of the block): thread_id 0xb0, native_thread_id 0xb8.
   CHECK(l.tstate.thread_id == 0xb0);
   CHECK(l.tstate.native_thread_id == 0xb8);
-  CHECK(l.gil.locked == 16);
+  CHECK(l.gil.locked.off == 16);
 
   const auto libc_image = gilspy::elf::ElfImage::open(libc);
   const auto rodata = libc_image.section_bytes(".rodata");
@@ -321,25 +321,25 @@ TEST_CASE("free-threaded 3.15: the GIL's `enabled` word decides whether there is
   const gl::Layout l = gl::resolve_layout(version(kV3_15_2), blob_3_15(v).span());
   REQUIRE(l.free_threaded);
   REQUIRE(l.gil.enabled.has_value());
-  CHECK(*l.gil.enabled == 0);
-  CHECK(l.gil.locked == 24);
+  CHECK(l.gil.enabled->off == 0);
+  CHECK(l.gil.locked.off == 24);
 
   // A GIL struct as a free-threaded interpreter holds it: enabled, interval 5000 µs, held (locked 1).
   std::vector<uint8_t> gil(l.gil.size, 0);
   auto put32 = [&](uint32_t at, int32_t x) { std::memcpy(gil.data() + at, &x, 4); };
   auto put64 = [&](uint32_t at, uint64_t x) { std::memcpy(gil.data() + at, &x, 8); };
-  put64(l.gil.interval, 5000);
-  put64(l.gil.last_holder, 0x7f0000001000);
-  put32(l.gil.locked, 1);
+  put64(l.gil.interval.off, 5000);
+  put64(l.gil.last_holder.off, 0x7f0000001000);
+  put32(l.gil.locked.off, 1);
   SUBCASE("enabled = 1 (PYTHON_GIL=1): a GIL like any other") {
-    put32(*l.gil.enabled, 1);
+    put32(l.gil.enabled->off, 1);
     const auto s = *gilspy::sampler::decode_gil(gil, l.gil);
     CHECK(s.enabled);
     CHECK(s.holder() == 0x7f0000001000);
     CHECK(s.interval_us == 5000);
   }
   SUBCASE("enabled = 0: no GIL, nothing to record") {
-    put32(*l.gil.enabled, 0);
+    put32(l.gil.enabled->off, 0);
     CHECK_FALSE(gilspy::sampler::decode_gil(gil, l.gil)->enabled);
   }
 }

@@ -70,7 +70,7 @@ struct GcTarget {
     interp.interp_addr = kInterp;
     interp.gil_addr = kGil;
     interp.gc_addr = near_gil ? kGil + 512 : kInterp + layout.gc.offset;
-    mem.put<uint64_t>(kGil + layout.gil.interval, 5000);
+    mem.put<uint64_t>(kGil + layout.gil.interval.off, 5000);
     uint64_t head = 0;
     for (int i = 1; i >= 0; --i) {
       const uint64_t ts = kTstates + static_cast<uint64_t>(i) * 0x1000;
@@ -82,9 +82,9 @@ struct GcTarget {
     }
     mem.put<uint64_t>(kTstates + 0x1000 + layout.tstate.prev, kTstates);
     mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
-    mem.put<int32_t>(kGil + layout.gil.locked, 1);
-    mem.put<uint64_t>(kGil + layout.gil.last_holder, kTstates);  // 100 holds it throughout
-    mem.put<uint64_t>(kGil + layout.gil.switch_number, 1);
+    mem.put<int32_t>(kGil + layout.gil.locked.off, 1);
+    mem.put<uint64_t>(kGil + layout.gil.last_holder.off, kTstates);  // 100 holds it throughout
+    mem.put<uint64_t>(kGil + layout.gil.switch_number.off, 1);
     for (int g = 0; g < 3; ++g) {
       mem.put<int32_t>(
           gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_threshold),
@@ -93,7 +93,9 @@ struct GcTarget {
     enabled(true);
   }
   uint64_t gc(uint32_t off) const { return interp.gc_addr + off; }
-  void waiters(uint32_t n) { mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs, n << 3); }
+  void waiters(uint32_t n) {
+    mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs.off, n << 3);
+  }
   void enabled(bool on) { mem.put<int32_t>(gc(layout.gc.enabled), on ? 1 : 0); }
   void collecting(bool on) { mem.put<int32_t>(gc(layout.gc.collecting), on ? 1 : 0); }
   void count(int g, int32_t n) {
@@ -113,8 +115,8 @@ struct GcTarget {
 
 // Thread 100 + `thread` (0 or 1) takes the GIL, the `switches`-th hand-off; the other one waits in take_gil.
 void hand_gil(GcTarget& t, ScriptedTasks& tasks, uint64_t switches, int thread) {
-  t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder, kTstates + static_cast<uint64_t>(thread) * 0x1000);
-  t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number, switches);
+  t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder.off, kTstates + static_cast<uint64_t>(thread) * 0x1000);
+  t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number.off, switches);
   tasks.state[100 + thread] = TaskState::kOtherSyscall;
   tasks.state[101 - thread] = TaskState::kGilCond;
 }

@@ -45,6 +45,20 @@ void expect(const std::string& version, const std::string& field, std::optional<
                                           << ", DWARF " << show(dwarf));
 }
 
+// A typed table field: its offset, and its type's width against the member's (a wrong width reads a
+// neighbour's bytes or half a value).
+template <class T>
+void expect_field(const std::string& version, const std::string& field, gilspy::Field<T> table,
+                  const DwarfTypes& d, std::string_view type, std::string_view member) {
+  expect(version, field, table.off, d.offset_of(type, member));
+  expect(version, field + " width", sizeof(T), d.member_size(type, member));
+}
+
+template <class T>
+std::optional<uint64_t> opt(const gilspy::OptField<T>& v) {
+  return v ? std::optional<uint64_t>(v->off) : std::nullopt;
+}
+
 std::optional<uint64_t> opt(gilspy::layouts::OptOff v) {
   return v ? std::optional<uint64_t>(*v) : std::nullopt;
 }
@@ -153,10 +167,10 @@ void check_layout(const Layout& l, const Install& install) {
   // struct _gil_runtime_state
   const char* gil = "_gil_runtime_state";
   expect(v, "gil.size", l.gil.size, d.size_of(gil));
-  expect(v, "gil.interval", l.gil.interval, d.offset_of(gil, "interval"));
-  expect(v, "gil.last_holder", l.gil.last_holder, d.offset_of(gil, "last_holder"));
-  expect(v, "gil.locked", l.gil.locked, d.offset_of(gil, "locked"));
-  expect(v, "gil.switch_number", l.gil.switch_number, d.offset_of(gil, "switch_number"));
+  expect_field(v, "gil.interval", l.gil.interval, d, gil, "interval");
+  expect_field(v, "gil.last_holder", l.gil.last_holder, d, gil, "last_holder");
+  expect_field(v, "gil.locked", l.gil.locked, d, gil, "locked");
+  expect_field(v, "gil.switch_number", l.gil.switch_number, d, gil, "switch_number");
   expect(v, "gil.cond", l.gil.cond, d.offset_of(gil, "cond"));
   expect(v, "gil.mutex", l.gil.mutex, d.offset_of(gil, "mutex"));
   expect(v, "gil.switch_cond", l.gil.switch_cond, d.offset_of(gil, "switch_cond"));

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <string>
+
 #include "sampler/proc/process_cpu.hpp"
 
 namespace unit_process_cpu {

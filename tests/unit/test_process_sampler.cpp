@@ -71,7 +71,7 @@ struct FakeTarget {
     interp.layout = layout;
     interp.interp_addr = kInterp;
     interp.gil_addr = kGil;
-    mem.put<uint64_t>(kGil + layout.gil.interval, 5000);
+    mem.put<uint64_t>(kGil + layout.gil.interval.off, 5000);
   }
   static uint64_t tstate(size_t i) { return kTstates + i * 0x1000; }
   // Links threads `live` (indices) into the interpreter's list, with their TIDs.
@@ -93,10 +93,10 @@ struct FakeTarget {
     }
   }
   void gil(int32_t locked, uint64_t holder, uint64_t switch_number, uint32_t waiters = 0) {
-    mem.put<int32_t>(kGil + layout.gil.locked, locked);
-    mem.put<uint64_t>(kGil + layout.gil.last_holder, holder);
-    mem.put<uint64_t>(kGil + layout.gil.switch_number, switch_number);
-    mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs, waiters << 3);
+    mem.put<int32_t>(kGil + layout.gil.locked.off, locked);
+    mem.put<uint64_t>(kGil + layout.gil.last_holder.off, holder);
+    mem.put<uint64_t>(kGil + layout.gil.switch_number.off, switch_number);
+    mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs.off, waiters << 3);
   }
 };
 
@@ -325,11 +325,12 @@ TEST_CASE("sampler: whatever the target's GIL says, the file gilspy writes reads
     int64_t now = 1'000'000;
     for (int i = 0; i < 5000; ++i) {
       const uint64_t holder = rng() % 4 == 0 ? rng() : FakeTarget::tstate(rng() % 3);
-      t.mem.put<int32_t>(kGil + gil.locked, static_cast<int32_t>(rng() % 3 == 0 ? rng() : rng() % 2));
-      t.mem.put<uint64_t>(kGil + gil.last_holder, holder);
-      t.mem.put<uint64_t>(kGil + gil.switch_number, rng() % 2 == 0 ? rng() : uint64_t{1} << 62 | rng() % 8);
-      t.mem.put<uint32_t>(kGil + gil.cond + layouts::kGlibc.cond_wrefs, static_cast<uint32_t>(rng()));
-      t.mem.put<uint64_t>(kGil + gil.interval, rng() % 2 == 0 ? rng() : 5000);
+      t.mem.put<int32_t>(kGil + gil.locked.off, static_cast<int32_t>(rng() % 3 == 0 ? rng() : rng() % 2));
+      t.mem.put<uint64_t>(kGil + gil.last_holder.off, holder);
+      t.mem.put<uint64_t>(kGil + gil.switch_number.off,
+                          rng() % 2 == 0 ? rng() : uint64_t{1} << 62 | rng() % 8);
+      t.mem.put<uint32_t>(kGil + gil.cond + layouts::kGlibc.cond_wrefs.off, static_cast<uint32_t>(rng()));
+      t.mem.put<uint64_t>(kGil + gil.interval.off, rng() % 2 == 0 ? rng() : 5000);
       for (const int32_t tid : t.tids) tasks.state[tid] = static_cast<TaskState>(rng() % 7);
       now += 1 + static_cast<int64_t>(rng() % 2'000'000);
       s.poll(now);

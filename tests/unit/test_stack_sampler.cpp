@@ -385,9 +385,9 @@ struct FakeSession {
     interp.interp_addr = interp_addr;
   }
   void hold(uint64_t ts, uint64_t switches) {
-    py.put<int32_t>(gil + layout.gil.locked, 1);
-    py.put<uint64_t>(gil + layout.gil.last_holder, ts);
-    py.put<uint64_t>(gil + layout.gil.switch_number, switches);
+    py.put<int32_t>(gil + layout.gil.locked.off, 1);
+    py.put<uint64_t>(gil + layout.gil.last_holder.off, ts);
+    py.put<uint64_t>(gil + layout.gil.switch_number.off, switches);
   }
 };
 
