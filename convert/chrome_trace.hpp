@@ -26,19 +26,21 @@
 // Only X, I, C and M events: what Perfetto, DevTools and MindStudio Insight all read.
 //
 // On every lane, ts + dur of an event, added as doubles the way JavaScript viewers add them, is <= the ts of
-// the next (reader_safe_dur_ns); DevTools drops a slice that starts inside the previous one and ends after
-// it.
+// the next (reader_safe_dur_ns, convert/trace_time.hpp); DevTools drops a slice that starts inside the
+// previous one and ends after it.
 //
 // Streaming: a first pass reads only each input's metadata, the second streams its events straight to the
-// output; memory grows with the number of threads, not of events. The output is created unnamed (O_TMPFILE;
-// else under a random `<output>.<hex>.tmp`) beside its final name and takes that name only when complete,
-// never through a link (base/output_file.hpp); mode 0600 unless asked otherwise.
+// output (convert/input_events.hpp, each event through convert/trace_events.hpp); memory grows with the
+// number of threads, not of events. The output is created unnamed (O_TMPFILE; else under a random
+// `<output>.<hex>.tmp`) beside its final name and takes that name only when complete, never through a link
+// (base/output_file.hpp); mode 0600 unless asked otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "base/output_file.hpp"
+#include "convert/trace_time.hpp"
 #include "raw/raw_format.hpp"
 
 namespace gilspy::convert {
@@ -96,18 +98,5 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
 // Where `gilspy convert` writes when given one input and no -o: "dir/X.json" (or "dir/X.json.partial") ->
 // "dir/X.trace.json"; another name gets ".trace.json" appended.
 std::string default_output_path(const std::string& input);
-
-// ns as microseconds with exactly three decimals: 1234567 -> "1234.567", -5 -> "-0.005".
-std::string format_us(int64_t ns);
-// The double a JSON reader gets for that text: the nearest double to the decimal, as JavaScript's JSON.parse
-// and strtod round it.
-double reader_us(int64_t ns);
-
-// The dur (ns) written for a slice [start_ns, end_ns): end - start, less 1 ns (0.001 us) where needed so that
-// ts + dur, read as JSON doubles and added as JavaScript viewers add them, stays <= the double of end_ns, the
-// ts of whatever follows on the lane. Otherwise it can land one ulp past that ts (4059637.649 + 10597.362 =
-// 4070235.0110000004) and DevTools' trace engine, seeing the next slice start inside this one and end after
-// it, drops the next slice.
-int64_t reader_safe_dur_ns(int64_t start_ns, int64_t end_ns);
 
 }  // namespace gilspy::convert

@@ -9,6 +9,20 @@
 
 namespace gilspy::convert {
 
+std::string CounterPoint::name() const {
+  return fmt::format("tid {}", tid);
+}
+
+void CounterPoint::write_args(JsonWriter& w) const {
+  if (closing()) {
+    w.field("cpu %", 0);
+    return;
+  }
+  if (cpu_percent) w.key("cpu %").fixed(*cpu_percent, 1);
+  if (run_delay_ms) w.key("run-queue delay ms").fixed(*run_delay_ms, 3);
+  if (ipc) w.key("IPC").fixed(*ipc, 3);
+}
+
 void CounterTracks::setup(const raw::CounterSetup& s) {
   cycles_.reset();
   instructions_.reset();
@@ -26,7 +40,7 @@ void CounterTracks::sample(const raw::CounterSample& s) {
     const bool gap = s.ts > w.end;  // the thread's windows did not follow on (a cut file, an edit)
     const int64_t end = w.end;
     flush(s.tid, t);
-    if (gap) emit_(fmt::format("tid {}", s.tid), s.tid, end, R"({"cpu %":0})");
+    if (gap) emit_({.tid = s.tid, .ts = end});
   }
   w.start = s.ts;
   w.end = std::max(w.end, s.ts + s.dur);
@@ -43,19 +57,14 @@ void CounterTracks::sample(const raw::CounterSample& s) {
 void CounterTracks::flush(int64_t tid, Thread& t) {
   Window& w = t.w;
   if (w.start < 0) return;
-  std::string args = "{";
+  CounterPoint p{.tid = tid, .ts = w.start};
   if (w.sched_ns > 0) {
     t.run_delay_total_ns = raw::saturating_add(t.run_delay_total_ns, w.run_delay_ns);
-    args += fmt::format(R"("cpu %":{:.1f},"run-queue delay ms":{:.3f})",
-                        100.0 * static_cast<double>(w.cpu_ns) / static_cast<double>(w.sched_ns),
-                        static_cast<double>(t.run_delay_total_ns) / 1e6);
+    p.cpu_percent = 100.0 * static_cast<double>(w.cpu_ns) / static_cast<double>(w.sched_ns);
+    p.run_delay_ms = static_cast<double>(t.run_delay_total_ns) / 1e6;
   }
-  if (w.counted && w.cycles > 0) {
-    args += fmt::format(R"({}"IPC":{:.3f})", args.size() > 1 ? "," : "",
-                        static_cast<double>(w.instructions) / static_cast<double>(w.cycles));
-  }
-  args += "}";
-  if (args.size() > 2) emit_(fmt::format("tid {}", tid), tid, w.start, args);
+  if (w.counted && w.cycles > 0) p.ipc = static_cast<double>(w.instructions) / static_cast<double>(w.cycles);
+  if (!p.closing()) emit_(p);
   const int64_t end = w.end;
   w = Window{};
   w.end = end;
@@ -70,7 +79,7 @@ void CounterTracks::finish() {
     Thread& t = threads_.at(tid);
     const int64_t end = t.w.end;
     if (t.w.start >= 0) flush(tid, t);
-    if (end >= 0) emit_(fmt::format("tid {}", tid), tid, end, R"({"cpu %":0})");
+    if (end >= 0) emit_({.tid = tid, .ts = end});
   }
   threads_.clear();
 }

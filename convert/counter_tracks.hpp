@@ -7,21 +7,33 @@
 //                        (a wait is counted when it ends, so the total, not a rate, is what stays exact),
 //   "IPC"                instructions / cycles, where both are counted,
 // and "cpu %" 0 where its records end. Perfetto draws one track per argument ("tid 1234 cpu %"); DevTools
-// draws no counters. Nothing here knows the trace file: points go to a callback.
+// draws no counters. Nothing here knows the trace file: points go to a callback, which writes a point's args
+// with write_args().
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "convert/json_writer.hpp"
 #include "raw/records.hpp"
 
 namespace gilspy::convert {
 
+// One point of a thread's track. A window's figures, those it has; a closing point ("cpu %" 0 where the
+// thread's windows stop) has none.
+struct CounterPoint {
+  int64_t tid = 0;
+  int64_t ts = 0;  // ns on the recording's timeline
+  std::optional<double> cpu_percent = {}, run_delay_ms = {}, ipc = {};
+  bool closing() const { return !cpu_percent && !run_delay_ms && !ipc; }
+  std::string name() const;              // "tid <tid>"
+  void write_args(JsonWriter& w) const;  // "cpu %" (0 when closing), "run-queue delay ms", "IPC"
+};
+
 class CounterTracks {
  public:
-  // (counter name, tid, ts ns on the recording's timeline, args as JSON object text)
-  using Emit = std::function<void(const std::string& name, int64_t tid, int64_t ts, const std::string& args)>;
+  using Emit = std::function<void(const CounterPoint&)>;
   explicit CounterTracks(Emit emit) : emit_(std::move(emit)) {}
 
   void setup(const raw::CounterSetup& s);

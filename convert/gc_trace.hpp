@@ -3,7 +3,7 @@
 //
 // - a "gc" slice per timed collection on the collecting thread's lane, nested inside the hold_gil slice it
 //   ran in (the part of the collection inside that hold: raw::GcCollection::held_dur), and there inside the
-//   innermost Python frame slice it began under (chrome_trace.cpp places it), args generation, collected,
+//   innermost Python frame slice it began under (input_events.cpp places it), args generation, collected,
 //   uncollectable, waiters (threads that waited for the GIL during it) and gil_wait_ms;
 // - the same slices on a process-level lane "GC" (tid kGcTid), where collections too short to time between
 //   two polls are "gc" instants carrying their count (args count, generation, window_us: where they
@@ -12,10 +12,10 @@
 //   gc.disable() shows), with the thresholds as "gc_threshold".
 //
 // Nesting keeps the lane rule of chrome_trace.hpp in the viewers' double arithmetic: the child ends, as
-// ts + dur added as doubles, no later than its parent does.
+// ts + dur added as doubles, no later than its parent does (nested_end_ns(), convert/trace_time.hpp).
 #include <cstdint>
-#include <string_view>
 
+#include "convert/trace_events.hpp"
 #include "raw/records.hpp"
 
 namespace gilspy::convert {
@@ -23,28 +23,10 @@ namespace gilspy::convert {
 // The process-level GC lane, beside the "GIL waiters" lane (kWaitersTid, chrome_trace.hpp).
 inline constexpr int64_t kGcTid = 4'194'305;
 
-// Where the GC events go: chrome_trace.cpp's event writer. Times are ns on the trace's timeline.
-class TraceOut {
- public:
-  virtual ~TraceOut() = default;
-  virtual void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
-                     std::string_view args) = 0;
-  virtual void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
-                       std::string_view args) = 0;
-  virtual void counter(std::string_view name, int64_t pid, int64_t ts_ns, std::string_view args) = 0;
-  virtual void metadata(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns, std::string_view key,
-                        std::string_view value) = 0;
-};
-
-// The end (ns) to write for a child slice [start_ns, end_ns) nested in a parent slice that begins at
-// parent_start_ns and ends at or after end_ns: end_ns, or a few ns less, so that start + dur as doubles stays
-// within the parent's start + dur as doubles (both written with reader_safe_dur_ns()).
-int64_t nested_end_ns(int64_t parent_start_ns, int64_t start_ns, int64_t end_ns);
-
 class GcLanes {
  public:
   // `offset_ns`: the input's offset on the trace's timeline.
-  void begin(TraceOut& out, int64_t pid, int64_t offset_ns);
+  void begin(EventWriter& out, int64_t pid, int64_t offset_ns);
   // The collection on the GC lane.
   void collection(const raw::GcCollection& x);
   // ...and on its thread's lane: [start_ns, end_ns) (input ns) nested in the slice that begins at
@@ -57,7 +39,7 @@ class GcLanes {
 
  private:
   void name_lane();
-  TraceOut* out_ = nullptr;
+  EventWriter* out_ = nullptr;
   int64_t pid_ = 0;
   int64_t offset_ns_ = 0;
   bool lane_named_ = false;

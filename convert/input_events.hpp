@@ -1,10 +1,8 @@
 #pragma once
-// Inside convert/: one recording's events into a trace being written. chrome_trace.cpp does the work (the
-// same lanes, slices and counters for a plain conversion and for a merge); merge_trace.cpp uses it to add GIL
-// lanes to another program's trace, with its own output (a gzip stream) and placement (that program's pid,
-// free tids).
-#include <fmt/format.h>
-
+// Inside convert/: one recording's events into a trace being written. input_events.cpp does the work (the
+// same lanes, slices and counters for a plain conversion and for a merge); chrome_trace.cpp calls it for each
+// input of a trace of its own, merge_trace.cpp to add GIL lanes to another program's trace, with its own
+// output (maybe a gzip stream) and placement (that program's pid, free tids).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,17 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/chrome_trace.hpp"
+#include "convert/json_writer.hpp"
 #include "convert/lane_placement.hpp"
 
 namespace gilspy::convert {
-
-// Where trace events go, as text: appended to buf(), maybe_drain() after each event.
-class EventOutput {
- public:
-  virtual ~EventOutput() = default;
-  virtual fmt::memory_buffer& buf() = 0;
-  virtual void maybe_drain() = 0;
-};
 
 struct InputEventsOptions {
   bool salvage = false;
@@ -30,10 +21,11 @@ struct InputEventsOptions {
   bool ts_as_string = false;           // "ts":"1736405443863674.400", as Ascend's trace_view.json writes ts
 };
 
-// Streams the raw file `report.path` into `out`, its times relative to `base_ns` (ns since the Unix epoch):
-// `events` is the number of events already in the array (for the separator) and grows by those written.
-// Returns the input's entry for otherData ("inputs") and fills `report`. Throws as convert_to_chrome_trace().
-nlohmann::json write_input_events(EventOutput& out, size_t& events, ConvertInputReport& report,
+// Streams the raw file `report.path` into the traceEvents array being written to `out`, its times relative
+// to `base_ns` (ns since the Unix epoch): `events` is the number of events already in the array (for the
+// separator) and grows by those written. Returns the input's entry for otherData ("inputs") and fills
+// `report`. Throws as convert_to_chrome_trace().
+nlohmann::json write_input_events(JsonWriter& out, size_t& events, ConvertInputReport& report,
                                   int64_t base_ns, const InputEventsOptions& options);
 
 // A raw file's metadata alone (the first lines). Throws Error(kIo) / Error(kBadInput) naming the file.

@@ -1,15 +1,10 @@
 #include "convert/merge_lanes.hpp"
 
+#include <string>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
-
-#include "convert/chrome_trace.hpp"
 
 namespace gilspy::convert {
 namespace {
-
-using nlohmann::json;
 
 // Linux tids stay below PID_MAX_LIMIT (2^22): kGilTidBase + tid stays readable and below 2^31 (viewers keep
 // tids in 32 bits). A clash moves it by kClashStep, which keeps its last digits.
@@ -20,10 +15,9 @@ class MergeLanes final : public LanePlacement {
  public:
   MergeLanes(std::set<int64_t>& taken, bool namespace_ids) : taken_(taken), namespace_ids_(namespace_ids) {}
 
-  void thread_seen(int64_t tid, int64_t ns_tid, const std::string& name) override {
+  void thread_seen(int64_t tid, int64_t ns_tid) override {
     Thread& t = threads_[tid];
     t.shown = namespace_ids_ && ns_tid != 0 ? ns_tid : tid;
-    t.name = short_thread_name(tid, name);
   }
 
   int64_t lane_tid(int64_t tid) override {
@@ -37,33 +31,31 @@ class MergeLanes final : public LanePlacement {
     return lane;
   }
 
-  std::string lane_name(int64_t tid, const std::string& name_json) override {
-    const json given = json::parse(name_json, nullptr, false);
+  std::string lane_name(int64_t tid, const std::string& given) override {
     const auto t = threads_.find(tid);
     if (t != threads_.end()) {
       // The lane's final name (its Python name once read), else the one of its start.
-      std::string full = given.is_string() ? given.get<std::string>() : std::string();
+      std::string full = given;
       // A container's own tid (the lane's number with namespace ids) is not repeated in its name.
       if (const auto at = full.rfind(" [tid ");
           at != std::string::npos && full.ends_with(" in its PID namespace]"))
         full.erase(at);
-      const std::string shown_name = given.is_string() ? short_thread_name(tid, full) : t->second.name;
+      const std::string shown_name = short_thread_name(tid, full);
       std::string name = "GIL " + std::to_string(t->second.shown);
       if (!shown_name.empty()) name += " (" + shown_name + ")";
-      return json(name).dump(-1, ' ', false, json::error_handler_t::replace);
+      return name;
     }
     // The recording's own lanes (the process lane, "GIL waiters", ...): "GIL" in front when not there
     // already.
-    std::string name = given.is_string() ? given.get<std::string>() : "lane";
-    if (tid == 0) name = "process";
+    std::string name = tid == 0 ? "process" : given;
     if (name.rfind("GIL", 0) != 0) name = "GIL " + name;
-    return json(name).dump(-1, ' ', false, json::error_handler_t::replace);
+    return name;
   }
 
-  std::string lane_sort_index(int64_t tid, const std::string& index_json) override {
+  int64_t lane_sort_index(int64_t tid, int64_t index) override {
     // PyTorch's profiler sorts a thread's lane by its tid: the GIL lane of a thread goes beside it.
     const auto t = threads_.find(tid);
-    return t != threads_.end() ? std::to_string(t->second.shown) : index_json;
+    return t != threads_.end() ? t->second.shown : index;
   }
 
   bool process_metadata() const override { return false; }
@@ -71,7 +63,6 @@ class MergeLanes final : public LanePlacement {
  private:
   struct Thread {
     int64_t shown = 0;  // its tid as the trace knows it
-    std::string name;
   };
   std::set<int64_t>& taken_;
   bool namespace_ids_;

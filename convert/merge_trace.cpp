@@ -16,6 +16,7 @@
 #include "base/error.hpp"
 #include "convert/gzip_io.hpp"
 #include "convert/input_events.hpp"
+#include "convert/json_writer.hpp"
 #include "convert/merge_lanes.hpp"
 #include "convert/namespace_lanes.hpp"
 #include "gilspy_version.hpp"
@@ -73,6 +74,7 @@ struct TraceProcess {
 class TraceSurvey final : public TraceScanHandler {
  public:
   explicit TraceSurvey(const std::string& path) : path_(path) {}
+  const std::string& path() const { return path_; }
 
   void shape(TraceShape s) override { shape_ = s; }
   void member(std::string_view key, std::string_view text) override {
@@ -144,32 +146,10 @@ class TraceSurvey final : public TraceScanHandler {
   const std::string& path_;
 };
 
-// The output: text and GIL events in one buffer, out in large writes (gzip or not).
-class MergeOutput final : public EventOutput {
- public:
-  explicit MergeOutput(OutputBytes& out) : out_(out) {}
-  fmt::memory_buffer& buf() override { return buf_; }
-  void maybe_drain() override {
-    if (buf_.size() >= (1 << 16)) drain();
-  }
-  void write(std::string_view s) {
-    buf_.append(s);
-    maybe_drain();
-  }
-  void drain() {
-    out_.write(std::string_view(buf_.data(), buf_.size()));
-    buf_.clear();
-  }
-
- private:
-  OutputBytes& out_;
-  fmt::memory_buffer buf_;
-};
-
 // Pass 2: the trace copied, traceEvents first, the GIL events at the end of its events.
 class TraceCopy final : public TraceScanHandler {
  public:
-  TraceCopy(MergeOutput& out, std::function<void(size_t)> gil_events)
+  TraceCopy(JsonWriter& out, std::function<void(size_t)> gil_events)
       : out_(out), gil_events_(std::move(gil_events)) {}
 
   void shape(TraceShape s) override { shape_ = s; }
@@ -177,24 +157,22 @@ class TraceCopy final : public TraceScanHandler {
     if (!events_done_) {
       before_.emplace_back(text);  // written after traceEvents
     } else {
-      out_.write(",\n  ");
-      out_.write(text);
+      write(",\n  ");
+      write(text);
     }
   }
-  void events_begin() override {
-    out_.write(shape_ == TraceShape::kObject ? "{\n  \"traceEvents\": [" : "[");
-  }
+  void events_begin() override { write(shape_ == TraceShape::kObject ? "{\n  \"traceEvents\": [" : "["); }
   void event(std::string_view text) override {
-    out_.write(events_ == 0 ? "\n  " : ",\n  ");
-    out_.write(text);
+    write(events_ == 0 ? "\n  " : ",\n  ");
+    write(text);
     ++events_;
   }
   void events_end() override {
     gil_events_(events_);  // each after ",\n", as EventWriter separates them
-    out_.write(shape_ == TraceShape::kObject ? "\n  ]" : "\n]");
+    write(shape_ == TraceShape::kObject ? "\n  ]" : "\n]");
     for (const auto& m : before_) {
-      out_.write(",\n  ");
-      out_.write(m);
+      write(",\n  ");
+      write(m);
     }
     before_.clear();
     events_done_ = true;
@@ -202,7 +180,13 @@ class TraceCopy final : public TraceScanHandler {
   size_t events() const { return events_; }
 
  private:
-  MergeOutput& out_;
+  // The trace's own text, byte for byte.
+  void write(std::string_view text) {
+    out_.raw(text);
+    out_.maybe_drain();
+  }
+
+  JsonWriter& out_;
   std::function<void(size_t)> gil_events_;
   TraceShape shape_ = TraceShape::kObject;
   std::vector<std::string> before_;
@@ -259,6 +243,134 @@ std::string no_match_message(const std::vector<ConvertInputReport>& inputs, cons
       theirs.empty() ? " (it has no process of a program)" : ", whose processes are " + theirs);
 }
 
+// Pass 1 over the trace: what it is and holds, into the report.
+void survey_trace(TraceSurvey& survey, MergeReport& report) {
+  {
+    InputBytes in(survey.path());
+    report.input_gzip = in.compressed();
+    scan_trace(in, survey);
+  }
+  report.shape = survey.shape_;
+  report.trace_events = survey.events;
+  report.absolute_times = survey.shape_ == TraceShape::kArray || !survey.base_ns;
+  report.convert.base_time_ns = report.absolute_times ? 0 : *survey.base_ns;
+  if (survey.first_ns <= survey.last_ns) {
+    report.trace_start_ns = report.convert.base_time_ns + survey.first_ns;
+    report.trace_end_ns = report.convert.base_time_ns + survey.last_ns;
+  }
+  for (const auto& [pid, p] : survey.processes) report.trace_processes.emplace_back(pid, p.name);
+}
+
+// The recordings' meta, in rank order, each matched to a process of the trace or given one of its own (as a
+// plain conversion shows it, on a pid the trace does not use). Throws when none matches.
+std::vector<Match> place_inputs(const std::vector<std::string>& inputs, const MergeOptions& o,
+                                const TraceSurvey& survey, MergeReport& report) {
+  for (const auto& path : inputs) {
+    ConvertInputReport r;
+    r.path = path;
+    r.meta = read_input_meta(path);
+    report.convert.inputs.push_back(std::move(r));
+  }
+  std::stable_sort(
+      report.convert.inputs.begin(), report.convert.inputs.end(),
+      [](const ConvertInputReport& a, const ConvertInputReport& b) { return a.meta.rank < b.meta.rank; });
+  std::set<int64_t> pids_used;
+  for (const auto& [pid, p] : survey.processes) pids_used.insert(pid);
+  std::vector<Match> matches;
+  for (auto& r : report.convert.inputs) {
+    const Match m = match_input(r.meta, o, survey);
+    if (m.matched) {
+      r.trace_pid = m.pid;
+      r.namespace_ids = m.namespace_ids;
+    } else {
+      r.namespace_ids = o.pid_namespace == PidNamespace::kTarget && r.meta.ns_pid != 0;
+      r.trace_pid = r.namespace_ids ? r.meta.ns_pid : r.meta.pid;
+      while (!pids_used.insert(r.trace_pid).second) r.trace_pid += kPidOffset;
+    }
+    matches.push_back(m);
+  }
+  if (std::none_of(matches.begin(), matches.end(), [](const Match& m) { return m.matched; }))
+    throw Error(ErrorKind::kBadInput, no_match_message(report.convert.inputs, survey, o));
+  return matches;
+}
+
+// Pass 2: the trace copied through `out`, each recording's GIL lanes at the end of its events, a member
+// "gilspy" (or "gilspy_2", ... when merged before) at the end of an object trace saying what was merged.
+class MergedTrace {
+ public:
+  MergedTrace(const MergeOptions& o, const TraceSurvey& survey, std::vector<Match> matches,
+              MergeReport& report)
+      : o_(o), survey_(survey), matches_(std::move(matches)), report_(report) {
+    for (const auto& [pid, p] : survey.processes) taken_[pid] = p.tids;
+  }
+
+  void write(JsonWriter& out) {
+    size_t events = 0;
+    TraceCopy copy(out, [&](size_t before) {
+      events = before;
+      for (size_t i = 0; i < report_.convert.inputs.size(); ++i) merged_.push_back(gil_lanes(out, events, i));
+    });
+    {
+      InputBytes in(o_.trace);
+      scan_trace(in, copy);
+    }
+    if (copy.events() != survey_.events) {
+      throw Error(ErrorKind::kBadInput, o_.trace + " changed while it was being read; nothing was written");
+    }
+    report_.convert.events_written = events - survey_.events;
+    if (report_.shape != TraceShape::kObject) {
+      out.raw("\n");
+      return;
+    }
+    std::string key = "gilspy";
+    for (int n = 2; survey_.keys.contains(key); ++n) key = fmt::format("gilspy_{}", n);  // merged twice
+    const json about = {
+        {"gilspy_version", kGilspyVersion},
+        {"time_base", report_.absolute_times
+                          ? "GIL events: ts in microseconds since the Unix epoch (the trace has no "
+                            "baseTimeNanoseconds)"
+                          : "GIL events: ts in microseconds after baseTimeNanoseconds"},
+        {"inputs", std::move(merged_)}};
+    out.raw(",\n  ");
+    out.value(key);
+    out.raw(": ");
+    out.json(about);
+    out.raw("\n}\n");
+  }
+
+ private:
+  // Recording i's events, in the trace's process that matched it (on lanes of their own) or in its own;
+  // returns its entry for the "gilspy" member and fills its MergedInput.
+  json gil_lanes(JsonWriter& out, size_t& events, size_t i) {
+    ConvertInputReport& r = report_.convert.inputs[i];
+    const Match& m = matches_[i];
+    std::unique_ptr<LanePlacement> lanes = m.matched ? merge_lanes(taken_[r.trace_pid], m.namespace_ids)
+                                           : r.namespace_ids ? namespace_placement()
+                                                             : nullptr;
+    const bool ts_strings = survey_.string_ts > 0 && survey_.string_ts * 2 >= survey_.timed;
+    json entry =
+        write_input_events(out, events, r, report_.convert.base_time_ns,
+                           {.salvage = o_.salvage, .placement = lanes.get(), .ts_as_string = ts_strings});
+    entry["merged_by"] = m.matched ? json(m.by) : json(nullptr);
+    MergedInput mi{.matched = m.matched, .matched_by = m.by, .start_ns = r.meta.realtime_ns};
+    const json& s = entry["summary"];
+    mi.end_ns = mi.start_ns + (s.contains("duration_ns") && s["duration_ns"].is_number_integer()
+                                   ? s["duration_ns"].get<int64_t>()
+                                   : 0);
+    mi.overlaps = report_.trace_start_ns < report_.trace_end_ns && mi.start_ns < report_.trace_end_ns &&
+                  mi.end_ns > report_.trace_start_ns;
+    report_.merged.push_back(mi);
+    return entry;
+  }
+
+  const MergeOptions& o_;
+  const TraceSurvey& survey_;
+  std::vector<Match> matches_;
+  MergeReport& report_;
+  std::map<int64_t, std::set<int64_t>> taken_;  // per trace pid: tids in use
+  json merged_ = json::array();
+};
+
 }  // namespace
 
 std::pair<int64_t, int64_t> parse_pid_map(const std::string& text) {
@@ -280,114 +392,17 @@ MergeReport merge_into_trace(const std::vector<std::string>& inputs, const std::
   if (inputs.empty()) throw Error(ErrorKind::kUsage, "no recording to merge");
   MergeReport report;
   report.convert.output = output;
-
   // Pass 1: the trace (a file that is not one fails here, before any output exists), the recordings' meta.
   TraceSurvey survey(o.trace);
-  {
-    InputBytes in(o.trace);
-    report.input_gzip = in.compressed();
-    scan_trace(in, survey);
-  }
-  report.shape = survey.shape_;
-  report.trace_events = survey.events;
-  report.absolute_times = survey.shape_ == TraceShape::kArray || !survey.base_ns;
-  const int64_t base_ns = report.absolute_times ? 0 : *survey.base_ns;
-  if (survey.first_ns <= survey.last_ns) {
-    report.trace_start_ns = base_ns + survey.first_ns;
-    report.trace_end_ns = base_ns + survey.last_ns;
-  }
-  for (const auto& [pid, p] : survey.processes) report.trace_processes.emplace_back(pid, p.name);
-  const bool ts_strings = survey.string_ts > 0 && survey.string_ts * 2 >= survey.timed;
-
-  std::vector<Match> matches;
-  for (const auto& path : inputs) {
-    ConvertInputReport r;
-    r.path = path;
-    r.meta = read_input_meta(path);
-    report.convert.inputs.push_back(std::move(r));
-  }
-  std::stable_sort(
-      report.convert.inputs.begin(), report.convert.inputs.end(),
-      [](const ConvertInputReport& a, const ConvertInputReport& b) { return a.meta.rank < b.meta.rank; });
-  std::set<int64_t> pids_used;
-  for (const auto& [pid, p] : survey.processes) pids_used.insert(pid);
-  bool any = false;
-  for (auto& r : report.convert.inputs) {
-    Match m = match_input(r.meta, o, survey);
-    if (m.matched) {
-      r.trace_pid = m.pid;
-      r.namespace_ids = m.namespace_ids;
-      any = true;
-    } else {
-      // A process of its own beside the profiler's, as a plain conversion shows it.
-      r.namespace_ids = o.pid_namespace == PidNamespace::kTarget && r.meta.ns_pid != 0;
-      r.trace_pid = r.namespace_ids ? r.meta.ns_pid : r.meta.pid;
-      while (!pids_used.insert(r.trace_pid).second) r.trace_pid += kPidOffset;
-    }
-    matches.push_back(m);
-  }
-  if (!any) throw Error(ErrorKind::kBadInput, no_match_message(report.convert.inputs, survey, o));
-
+  survey_trace(survey, report);
+  MergedTrace merged(o, survey, place_inputs(inputs, o, survey, report), report);
   // Pass 2: copy the trace, the GIL events at the end of its events.
   report.output_gzip = has_gzip_suffix(output);
   OutputBytes file(output, o.mode, report.output_gzip);
-  MergeOutput out(file);
-  std::map<int64_t, std::set<int64_t>> taken;  // per trace pid: tids in use
-  for (const auto& [pid, p] : survey.processes) taken[pid] = p.tids;
-  json merged = json::array();
-  size_t events = 0;
-  TraceCopy copy(out, [&](size_t before) {
-    events = before;
-    for (size_t i = 0; i < report.convert.inputs.size(); ++i) {
-      ConvertInputReport& r = report.convert.inputs[i];
-      const Match& m = matches[i];
-      std::unique_ptr<LanePlacement> lanes = m.matched ? merge_lanes(taken[r.trace_pid], m.namespace_ids)
-                                             : r.namespace_ids ? namespace_placement()
-                                                               : nullptr;
-      json entry =
-          write_input_events(out, events, r, base_ns,
-                             {.salvage = o.salvage, .placement = lanes.get(), .ts_as_string = ts_strings});
-      entry["merged_by"] = m.matched ? json(m.by) : json(nullptr);
-      MergedInput mi;
-      mi.matched = m.matched;
-      mi.matched_by = m.by;
-      mi.start_ns = r.meta.realtime_ns;
-      const json& s = entry["summary"];
-      mi.end_ns = mi.start_ns + (s.contains("duration_ns") && s["duration_ns"].is_number_integer()
-                                     ? s["duration_ns"].get<int64_t>()
-                                     : 0);
-      mi.overlaps = report.trace_start_ns < report.trace_end_ns && mi.start_ns < report.trace_end_ns &&
-                    mi.end_ns > report.trace_start_ns;
-      report.merged.push_back(mi);
-      merged.push_back(std::move(entry));
-    }
-  });
-  {
-    InputBytes in(o.trace);
-    scan_trace(in, copy);
-  }
-  if (copy.events() != survey.events) {
-    throw Error(ErrorKind::kBadInput, o.trace + " changed while it was being read; nothing was written");
-  }
-  report.convert.events_written = events - survey.events;
-  if (report.shape == TraceShape::kObject) {
-    std::string key = "gilspy";
-    for (int n = 2; survey.keys.contains(key); ++n) key = fmt::format("gilspy_{}", n);  // merged twice
-    const json about = {
-        {"gilspy_version", kGilspyVersion},
-        {"time_base", report.absolute_times
-                          ? "GIL events: ts in microseconds since the Unix epoch (the trace has no "
-                            "baseTimeNanoseconds)"
-                          : "GIL events: ts in microseconds after baseTimeNanoseconds"},
-        {"inputs", std::move(merged)}};
-    out.write(fmt::format(",\n  \"{}\": {}\n}}\n", key,
-                          about.dump(-1, ' ', false, json::error_handler_t::replace)));
-  } else {
-    out.write("\n");
-  }
+  JsonWriter out([&](std::string_view text) { file.write(text); });
+  merged.write(out);
   out.drain();
   file.commit();
-  report.convert.base_time_ns = base_ns;
   return report;
 }
 

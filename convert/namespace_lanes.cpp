@@ -7,15 +7,15 @@ namespace {
 
 class NamespaceLanes final : public LanePlacement {
  public:
-  void thread_seen(int64_t tid, int64_t ns_tid, const std::string&) override {
+  void thread_seen(int64_t tid, int64_t ns_tid) override {
     if (ns_tid != 0) ns_of_[tid] = ns_tid;
   }
   int64_t lane_tid(int64_t tid) override {
     const auto it = ns_of_.find(tid);
     return it != ns_of_.end() ? it->second : tid;  // 0, the waiters' lane: as they are
   }
-  std::string lane_name(int64_t, const std::string& name_json) override { return name_json; }
-  std::string lane_sort_index(int64_t, const std::string& index_json) override { return index_json; }
+  std::string lane_name(int64_t, const std::string& name) override { return name; }
+  int64_t lane_sort_index(int64_t, int64_t index) override { return index; }
   bool process_metadata() const override { return true; }
 
  private:

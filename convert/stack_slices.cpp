@@ -2,22 +2,30 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
 
 namespace gilspy::convert {
 namespace {
-
-using nlohmann::json;
-
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 std::string frame_text(const raw::FrameDef& f) {
   return fmt::format("{} ({}:{})", f.qualname, f.file, f.line);
 }
 
 }  // namespace
+
+// Members in name order, as the nlohmann::json objects that wrote them before had them.
+void FrameSlice::write_args(JsonWriter& w) const {
+  w.field("file", frame.file).field("first_line", frame.first_line).field("line", frame.line);
+}
+
+void StackArgs::write(JsonWriter& w) const {
+  w.field("file", inner.file).field("function", inner.qualname).field("line", inner.line);
+  if (samples > 1) w.field("samples", samples);
+  w.key("stack").begin_array();
+  for (const std::string& s : stack) w.value(s);
+  w.end_array();
+  if (truncated) w.field("stack_truncated", true);
+}
 
 StackSlices::StackSlices() : pieces_([this](const std::vector<raw::StackPiece>& p) { last_ = p; }) {}
 
@@ -29,9 +37,15 @@ void StackSlices::add(const raw::Record& r) {
 IntervalStacks StackSlices::take() {
   IntervalStacks out;
   if (last_.empty()) return out;
-  // Each piece's frames, outermost first.
-  std::vector<std::vector<const raw::FrameDef*>> frames(last_.size());
-  bool any = false;
+  const PieceFrames frames = piece_frames();
+  if (std::all_of(frames.begin(), frames.end(), [](const auto& f) { return f.empty(); })) return out;
+  out.args = stack_args(frames);
+  out.frames = frame_runs(frames);
+  return out;
+}
+
+StackSlices::PieceFrames StackSlices::piece_frames() const {
+  PieceFrames frames(last_.size());
   for (size_t i = 0; i < last_.size(); ++i) {
     const auto s = pieces_.stacks().find(last_[i].stack);
     if (s == pieces_.stacks().end()) continue;
@@ -39,20 +53,24 @@ IntervalStacks StackSlices::take() {
       const auto f = pieces_.frames().find(*it);
       if (f != pieces_.frames().end()) frames[i].push_back(&f->second);
     }
-    any = any || !frames[i].empty();
   }
-  if (!any) return out;
-  // The GIL slice's args: its first stack (the one it began in), innermost first.
+  return frames;
+}
+
+// The first stack (the one the interval began in), innermost first.
+StackArgs StackSlices::stack_args(const PieceFrames& frames) const {
   const auto first = std::find_if(frames.begin(), frames.end(), [](const auto& f) { return !f.empty(); });
-  json stack = json::array();
-  for (auto it = first->rbegin(); it != first->rend(); ++it) stack.push_back(frame_text(**it));
-  const raw::FrameDef& inner = *first->back();
+  StackArgs args{.inner = *first->back(), .samples = last_.size()};
+  for (auto it = first->rbegin(); it != first->rend(); ++it) args.stack.push_back(frame_text(**it));
   const auto def = pieces_.stacks().find(last_[static_cast<size_t>(first - frames.begin())].stack);
-  json args = {{"function", inner.qualname}, {"file", inner.file}, {"line", inner.line}, {"stack", stack}};
-  if (def != pieces_.stacks().end() && def->second.truncated) args["stack_truncated"] = true;
-  if (last_.size() > 1) args["samples"] = last_.size();
-  out.args_json = dump(args);
-  // Level by level, runs of consecutive pieces that share the frame and everything above it.
+  args.truncated = def != pieces_.stacks().end() && def->second.truncated;
+  return args;
+}
+
+// Level by level, runs of consecutive pieces that share the frame and everything above it; then parents
+// before children, each level in time order: the order viewers expect on a lane.
+std::vector<FrameSlice> StackSlices::frame_runs(const PieceFrames& frames) const {
+  std::vector<FrameSlice> runs;
   size_t max_depth = 0;
   for (const auto& f : frames) max_depth = std::max(max_depth, f.size());
   for (size_t d = 0; d < max_depth; ++d) {
@@ -70,22 +88,16 @@ IntervalStacks StackSlices::take() {
       const int64_t start = last_[i].from;
       const int64_t end = last_[j - 1].to - static_cast<int64_t>(d) - 2;
       if (end > start) {
-        const raw::FrameDef& f = *frames[i][d];
-        out.frames.push_back(
-            {.name_json = dump(f.qualname),
-             .args_json = dump({{"file", f.file}, {"line", f.line}, {"first_line", f.first_line}}),
-             .start_ns = start,
-             .end_ns = end,
-             .depth = static_cast<int>(d)});
+        runs.push_back(
+            {.frame = *frames[i][d], .start_ns = start, .end_ns = end, .depth = static_cast<int>(d)});
       }
       i = j;
     }
   }
-  // Parents before children, each level in time order: the order viewers expect on a lane.
-  std::stable_sort(out.frames.begin(), out.frames.end(), [](const FrameSlice& a, const FrameSlice& b) {
+  std::stable_sort(runs.begin(), runs.end(), [](const FrameSlice& a, const FrameSlice& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.depth < b.depth;
   });
-  return out;
+  return runs;
 }
 
 }  // namespace gilspy::convert

@@ -5,23 +5,36 @@
 // piece of it ran in, merged where consecutive pieces share a frame. Each level ends (level + 2) ns before
 // the one above it, so every child lies strictly inside its parent in the viewers' double arithmetic
 // (tests/support/trace_check.hpp).
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "convert/json_writer.hpp"
 #include "raw/stack_summary.hpp"
 
 namespace gilspy::convert {
 
+// A frame's slice under a GIL slice (category "stack"), named by the frame's qualified name.
 struct FrameSlice {
-  std::string name_json;  // a JSON string: the frame's qualified name
-  std::string args_json;  // {"file":...,"line":...}
+  raw::FrameDef frame;
   int64_t start_ns = 0, end_ns = 0;
-  int depth = 0;  // 0: the outermost frame, right under the GIL slice
+  int depth = 0;                         // 0: the outermost frame, right under the GIL slice
+  void write_args(JsonWriter& w) const;  // file, first_line, line
+};
+
+// A GIL slice's args: the function it began in (its first stack sample's innermost frame) and that stack.
+struct StackArgs {
+  raw::FrameDef inner;
+  std::vector<std::string> stack = {};  // "qualname (file:line)", innermost first
+  bool truncated = false;               // the stack had more frames than were read
+  size_t samples = 0;                   // the interval's stack samples
+  void write(JsonWriter& w) const;
 };
 
 struct IntervalStacks {
-  std::string args_json;  // the GIL slice's args; empty without a stack sample
+  std::optional<StackArgs> args;  // none without a stack sample
   std::vector<FrameSlice> frames;
 };
 
@@ -34,6 +47,11 @@ class StackSlices {
   IntervalStacks take();
 
  private:
+  using PieceFrames = std::vector<std::vector<const raw::FrameDef*>>;  // per piece, outermost first
+  PieceFrames piece_frames() const;
+  StackArgs stack_args(const PieceFrames& frames) const;
+  std::vector<FrameSlice> frame_runs(const PieceFrames& frames) const;
+
   raw::StackPieces pieces_;
   std::vector<raw::StackPiece> last_;
 };

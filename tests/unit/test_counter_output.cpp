@@ -140,12 +140,17 @@ TEST_CASE(
 
 TEST_CASE(
     "counter tracks: a point per window with CPU %, cumulative run-queue delay, IPC; 0 at gaps and the end") {
-  std::vector<std::pair<int64_t, nlohmann::json>> points;
-  gilspy::convert::CounterTracks tracks(
-      [&](const std::string& name, int64_t tid, int64_t ts, const std::string& args) {
-        CHECK(name == "tid " + std::to_string(tid));
-        points.emplace_back(ts, nlohmann::json::parse(args));
-      });
+  std::vector<std::pair<int64_t, nlohmann::json>> points;  // ts, the point's args as the trace has them
+  gilspy::convert::CounterTracks tracks([&](const gilspy::convert::CounterPoint& p) {
+    CHECK(p.name() == "tid " + std::to_string(p.tid));
+    std::string args;
+    gilspy::convert::JsonWriter w([&](std::string_view text) { args.append(text); });
+    w.begin_object();
+    p.write_args(w);
+    w.end_object();
+    w.drain();
+    points.emplace_back(p.ts, nlohmann::json::parse(args));
+  });
   tracks.setup(setup_with_ipc());
   for (int i = 0; i < 3; ++i) {  // 3 windows of 100 ms, each half holding (all on a CPU), half waiting
     tracks.sample(piece(7, i * 100 * kMs, 100 * kMs, GilRole::kHolding, 50 * kMs, 50 * kMs, 2 * kMs, 0, 0, 0,
@@ -166,6 +171,7 @@ TEST_CASE(
   CHECK(points[4].second["cpu %"] == 0.0);
   CHECK(points.back().first == 600 * kMs);
   CHECK(points.back().second["cpu %"] == 0);
+  CHECK(points.back().second.dump() == R"({"cpu %":0})");  // an integer, as it always was
 }
 
 TEST_CASE(

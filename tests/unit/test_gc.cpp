@@ -792,34 +792,6 @@ TEST_CASE(
   CHECK(off == "  GC: not read (--no-gc)\n");
 }
 
-namespace {
-
-// Collects what GcLanes writes as trace event text, for the shared checker.
-class TextOut final : public gilspy::convert::TraceOut {
- public:
-  std::string events;
-  void slice(std::string_view name, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
-             std::string_view args) override {
-    add(std::string(R"({"ph":"X","name":")") + std::string(name) + R"(","pid":)" + std::to_string(pid) +
-        R"(,"tid":)" + std::to_string(tid) + R"(,"ts":)" + gilspy::convert::format_us(start_ns) +
-        R"(,"dur":)" + gilspy::convert::format_us(gilspy::convert::reader_safe_dur_ns(start_ns, end_ns)) +
-        R"(,"args":)" + std::string(args) + "}");
-  }
-  void instant(std::string_view name, int64_t pid, int64_t tid, int64_t ts_ns,
-               std::string_view args) override {
-    add(std::string(R"({"ph":"I","s":"t","name":")") + std::string(name) + R"(","pid":)" +
-        std::to_string(pid) + R"(,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
-        gilspy::convert::format_us(ts_ns) + R"(,"args":)" + std::string(args) + "}");
-  }
-  void counter(std::string_view, int64_t, int64_t, std::string_view) override {}
-  void metadata(std::string_view, int64_t, int64_t, int64_t, std::string_view, std::string_view) override {}
-
- private:
-  void add(const std::string& e) { events += (events.empty() ? "" : ",") + e; }
-};
-
-}  // namespace
-
 TEST_CASE(
     "gc tracker: random collecting flags and counter moves: every move counted once, a GC lane that reads") {
   uint64_t seed = 0x9E3779B97F4A7C15ull;
@@ -857,7 +829,9 @@ TEST_CASE(
                                      static_cast<uint64_t>(moved[2])};
     CHECK_MESSAGE(got == want, "run " << run << ": counted " << got[0] << "/" << got[1] << "/" << got[2]
                                       << ", moved " << moved[0] << "/" << moved[1] << "/" << moved[2]);
-    TextOut out;
+    std::string text;  // what GcLanes writes, as the trace has it
+    gilspy::convert::JsonWriter json([&](std::string_view t) { text.append(t); });
+    gilspy::convert::EventWriter out(json);
     gilspy::convert::GcLanes lanes;
     lanes.begin(out, 1, 0);
     int64_t last_end = 0;
@@ -869,7 +843,8 @@ TEST_CASE(
                                          c.waiters, c.wait_ns, -1, 0});  // the GC lane only: no holds here
     }
     for (const auto& u : all_of<raw::GcUntimed>(events)) lanes.untimed(u);
-    const auto r = gilspy::test::check_chrome_trace(R"({"traceEvents":[)" + out.events + "]}");
+    json.drain();
+    const auto r = gilspy::test::check_chrome_trace(R"({"traceEvents":[)" + text + "]}");
     CHECK_MESSAGE(r.ok(), "run " << run << ": " << (r.problems.empty() ? "" : r.problems[0]));
   }
 }
