@@ -83,7 +83,8 @@ ProbeCost measure_probe_cost(const std::string& tracefs) {
     TracefsUprobes defined(tracefs, "gilspy_" + std::to_string(::getpid()) + "_cost");
     const uint64_t entry = defined.define("entry", self.descriptor_path(), *offset, false);
     const uint64_t ret = defined.define("return", self.descriptor_path(), *offset, true);
-    constexpr int kCalls = 500;  // 10-30 ms a round with probes on this VM (20-60 us a call)
+    constexpr int kCalls =
+        500;  // enough for a round to outlast the clock's jitter, few enough to attach at once
     const double plain = ns_per_call(kCalls);
     const double drop = probed_ns_per_call({entry}, kCalls);
     const double take = probed_ns_per_call({entry, ret}, kCalls);

@@ -112,8 +112,8 @@ void PollLoop::coverage_step(int64_t now, Pacing& p) {
       250'000'000;                        // a decision soon after attaching, on ~1000 hand-offs of a server
   constexpr uint64_t kMinHandoffs = 200;  // a window with fewer says nothing (and polls cost little then)
   constexpr double kLow = 0.08, kRecovered = 0.16;  // apart, so that a workload does not flip every second
-  // Meanwhile half the budget, and polls up to 16 ms apart to keep to it: a server's polls cost 150-300 us
-  // each (the threads that came and went since the last one are walked, their counters read and closed),
+  // Meanwhile half the budget, and polls up to 16 ms apart to keep to it: a server's polls are the dearest
+  // (the threads that came and went since the last one are walked, their counters read and closed),
   // and on a machine its clients keep busy every % of a core gilspy takes is a % of the requests.
   constexpr int64_t kLowCoverageMaxFloorNs = 16'000'000;
   constexpr double kLowCoverageBudgetScale = 0.5;

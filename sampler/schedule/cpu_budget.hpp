@@ -4,7 +4,7 @@
 // a share of their own inside it (`reserved`, a token bucket in the poll loop): what they leave unused goes
 // to the polls, what they use comes out of the polls' part, down to `share - reserved`. So the total stays
 // within the budget, and a target whose stacks are cheap (few holds) gets more polls. Each wake-up costs the
-// machine ~15-20 us here whatever gilspy reads (timer, context switch; more in a VM), so a target that keeps
+// machine the same whatever gilspy reads (timer, context switch; more in a VM), so a target that keeps
 // the schedule dense (threads that release the GIL all the time, a server starting a thread per request)
 // would otherwise cost gilspy a fifth of a core and the target what that core was doing. Measured on the
 // process's CPU clock over 50 ms windows; the floor rises by a quarter to double per window when over 95 % of
