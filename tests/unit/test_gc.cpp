@@ -27,6 +27,7 @@
 #include "sampler/gc/gc_sample.hpp"
 #include "sampler/gil/process_sampler.hpp"
 #include "support/fake_memory_reader.hpp"
+#include "support/fake_target.hpp"
 #include "support/trace_check.hpp"
 
 using namespace gilspy;
@@ -34,57 +35,21 @@ using namespace gilspy::sampler;
 
 // Named per file, so that the unity build can put test files together.
 namespace unit_gc {
+using namespace gilspy::sampler::fake;
 namespace {
 
-constexpr uint64_t kRuntime = 0x10000, kInterp = 0x20000, kGil = 0x30000, kTstates = 0x40000;
-
-class ScriptedTasks final : public TaskStateSource {
- public:
-  std::map<int32_t, TaskState> state;
-  std::map<size_t, int32_t> slots;
-  void thread_added(size_t slot, int32_t tid) override { slots[slot] = tid; }
-  void thread_removed(size_t slot) override { slots.erase(slot); }
-  TaskState read(size_t slot) override {
-    auto it = state.find(slots.at(slot));
-    return it == state.end() ? TaskState::kOtherSyscall : it->second;
-  }
-};
-
-// A fake 3.11 interpreter with two threads (100, 101) and a GC state at interp + layout.gc.offset.
-struct GcTarget {
-  layouts::Layout layout = layouts::layout_for(*elf::parse_version_text("3.11.7"));
-  FakeMemoryReader mem;
-  Interpreter interp;
+// The fake 3.11 interpreter with two threads (100, 101), 100 holding the GIL throughout, and a GC state at
+// interp + layout.gc.offset.
+struct GcTarget : FakeTarget {
   int64_t collections[3] = {0, 0, 0}, collected[3] = {0, 0, 0};
 
   // near_gil: the GC state 512 bytes after the GIL (as in 3.12+'s interpreter struct): read in the GIL's
   // region.
   explicit GcTarget(bool near_gil = false) {
-    mem.map(kRuntime, 0x1000);
-    mem.map(kInterp, 0x1000);
-    mem.map(kGil, 0x1000);
-    mem.map(kTstates, 0x10000);
-    mem.put<uint64_t>(kRuntime + layout.runtime.interpreters_head, kInterp);
-    interp.pid = 1000;
-    interp.layout = layout;
-    interp.interp_addr = kInterp;
-    interp.gil_addr = kGil;
     interp.gc_addr = near_gil ? kGil + 512 : kInterp + layout.gc.offset;
-    mem.put<uint64_t>(kGil + layout.gil.interval.off, 5000);
-    uint64_t head = 0;
-    for (int i = 1; i >= 0; --i) {
-      const uint64_t ts = kTstates + static_cast<uint64_t>(i) * 0x1000;
-      mem.put<uint64_t>(ts + layout.tstate.next, head);
-      mem.put<uint64_t>(ts + layout.tstate.interp, kInterp);
-      mem.put<uint64_t>(ts + layout.tstate.thread_id, 0x7f0000 + static_cast<uint64_t>(i));
-      mem.put<uint64_t>(ts + *layout.tstate.native_thread_id, static_cast<uint64_t>(100 + i));
-      head = ts;
-    }
-    mem.put<uint64_t>(kTstates + 0x1000 + layout.tstate.prev, kTstates);
-    mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
-    mem.put<int32_t>(kGil + layout.gil.locked.off, 1);
-    mem.put<uint64_t>(kGil + layout.gil.last_holder.off, kTstates);  // 100 holds it throughout
-    mem.put<uint64_t>(kGil + layout.gil.switch_number.off, 1);
+    tids = {100, 101};
+    set_threads({0, 1});
+    gil(1, tstate(0), 1);
     for (int g = 0; g < 3; ++g) {
       mem.put<int32_t>(
           gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_threshold),
@@ -123,13 +88,6 @@ void hand_gil(GcTarget& t, ScriptedTasks& tasks, uint64_t switches, int thread) 
 
 // The tests poll every microsecond: read the GC state at each of them.
 const SamplerOptions kEveryPoll{.gc_read_period_ns = 0};
-
-std::vector<raw::Record> drain(RecordQueue& q) {
-  std::vector<raw::Record> out;
-  raw::TargetRecord e;
-  while (q.pop(&e)) out.push_back(e.record);
-  return out;
-}
 
 template <class Kind>
 std::vector<Kind> all_of(const std::vector<raw::Record>& records) {
