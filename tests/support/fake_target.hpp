@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "cpython_layouts/layout.hpp"
@@ -55,6 +56,13 @@ struct FakeTarget {
     interp.interp_addr = kInterp;
     interp.gil_addr = kGil;
     mem.put<uint64_t>(kGil + layout.gil.interval.off, 5000);
+  }
+  // Threads with these tids in slots 0, 1, ... linked into the list, in that order.
+  explicit FakeTarget(std::vector<int32_t> live_tids) : FakeTarget() {
+    tids = std::move(live_tids);
+    std::vector<size_t> slots(tids.size());
+    for (size_t i = 0; i < slots.size(); ++i) slots[i] = i;
+    set_threads(slots);
   }
   static uint64_t tstate(size_t i) { return kTstates + i * 0x1000; }
   // Links threads `live` (indices) into the interpreter's list, with their TIDs.

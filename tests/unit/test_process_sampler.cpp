@@ -40,6 +40,26 @@ struct Interval {
   int64_t start, end;
 };
 
+// The fake interpreter with threads `tids` in slots 0, 1, ..., a queue and a sampler polling it: most tests
+// start here (`auto& [t, tasks, q, s] = rig;`).
+struct Rig {
+  FakeTarget t;
+  ScriptedTasks tasks;
+  RecordQueue q;
+  ProcessSampler s;
+  explicit Rig(std::vector<int32_t> tids, SamplerOptions options = {}, size_t queue_slots = 1024)
+      : t(std::move(tids)), q(queue_slots), s(t.interp, t.mem, tasks, q, 0, options) {}
+};
+
+// How many times each tid was announced (ThreadStart) among `records`.
+std::map<int64_t, int> starts_per_tid(const std::vector<raw::Record>& records) {
+  std::map<int64_t, int> starts;
+  for (const auto& r : records) {
+    if (const auto* st = std::get_if<raw::ThreadStart>(&r)) ++starts[st->tid];
+  }
+  return starts;
+}
+
 // The Hold or Wait records among `records`.
 template <class Kind>
 std::vector<Interval> intervals(const std::vector<raw::Record>& records) {
@@ -53,12 +73,8 @@ std::vector<Interval> intervals(const std::vector<raw::Record>& records) {
 }  // namespace
 
 TEST_CASE("sampler: holds switch between threads at the midpoint between polls") {
-  FakeTarget t;
-  t.tids = {100, 101};
-  t.set_threads({0, 1});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101}};
+  auto& [t, tasks, q, s] = rig;
 
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
@@ -93,12 +109,8 @@ TEST_CASE("sampler: holds switch between threads at the midpoint between polls")
 TEST_CASE(
     "sampler: unseen hand-offs are counted; of the woken waiters, those the evidence keeps waiting are the "
     "latest to begin") {
-  FakeTarget t;
-  t.tids = {100, 101, 102, 103};
-  t.set_threads({0, 1, 2, 3});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101, 102, 103}};
+  auto& [t, tasks, q, s] = rig;
 
   t.gil(1, FakeTarget::tstate(0), 10, 2);
   tasks.state[101] = TaskState::kGilCond;
@@ -142,12 +154,8 @@ TEST_CASE(
 }
 
 TEST_CASE("sampler: a waiter that is the last holder took the GIL even if it now runs") {
-  FakeTarget t;
-  t.tids = {100, 101};
-  t.set_threads({0, 1});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
   s.poll(1000);
@@ -163,12 +171,8 @@ TEST_CASE("sampler: a waiter that is the last holder took the GIL even if it now
 }
 
 TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen") {
-  FakeTarget t;
-  t.tids = {100, 101};
-  t.set_threads({0, 1});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
   s.poll(1000);
@@ -189,12 +193,8 @@ TEST_CASE("sampler: a woken waiter stays waiting while no hand-off went unseen")
 }
 
 TEST_CASE("sampler: a waiter that runs while nobody is inside the GIL's condition wait has left take_gil") {
-  FakeTarget t;
-  t.tids = {100, 101, 102};
-  t.set_threads({0, 1, 2});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101, 102}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 1);
   tasks.state[101] = TaskState::kGilCond;
   tasks.state[102] = TaskState::kOtherSyscall;
@@ -227,12 +227,8 @@ TEST_CASE("sampler: whatever the target's GIL says, the file gilspy writes reads
   // 2^64, locked and the cond's count out of range, a last holder that is no thread), and random kernel
   // answers. The records go through the raw writer, the summary through the summary builder, and gilspy's
   // reader must read the whole file back.
-  FakeTarget t;
-  t.tids = {100, 101, 102};
-  t.set_threads({0, 1, 2});
-  ScriptedTasks tasks;
-  RecordQueue q(1 << 16);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101, 102}, SamplerOptions{}, 1 << 16};
+  auto& [t, tasks, q, s] = rig;
   const auto path = std::filesystem::temp_directory_path() /
                     ("gilspy-unit-hostile-" + std::to_string(::getpid()) + ".json");
   std::filesystem::remove(path);
@@ -350,12 +346,8 @@ TEST_CASE("sampler: a hand-off counter that jumps or goes backwards is not count
 }
 
 TEST_CASE("sampler: a thread state reused by a new thread never gives the old thread a hold") {
-  FakeTarget t;
-  t.tids = {100, 101};
-  t.set_threads({0, 1});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(1), 1, 0);
   s.poll(1000);
   t.gil(0, FakeTarget::tstate(1), 1, 0);
@@ -405,12 +397,8 @@ TEST_CASE("sampler: an unknown holder makes it walk the thread list again") {
 }
 
 TEST_CASE("sampler: while the GIL's state says nothing changed, one waiter a poll is asked, in turn") {
-  FakeTarget t;
-  t.tids = {100, 101, 102, 103, 104};
-  t.set_threads({0, 1, 2, 3, 4});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  Rig rig{{100, 101, 102, 103, 104}, SamplerOptions{.walk_period_ns = 1'000'000'000}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 3);
   tasks.state[101] = TaskState::kGilCond;
   tasks.state[102] = TaskState::kGilCond;
@@ -436,12 +424,8 @@ TEST_CASE("sampler: while the GIL's state says nothing changed, one waiter a pol
 }
 
 TEST_CASE("sampler: a target that goes away closes every interval and stops") {
-  FakeTarget t;
-  t.tids = {100};
-  t.set_threads({0});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   CHECK(s.poll(1000));
   CHECK(s.poll(2000));
@@ -719,12 +703,8 @@ TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread
 }
 
 TEST_CASE("sampler: a GIL that stays unreadable for a second ends the target; a short gap does not") {
-  FakeTarget t;
-  t.tids = {100};
-  t.set_threads({0});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   CHECK(s.poll(1'000'000));
   t.mem.unmap(kGil);
@@ -803,10 +783,7 @@ TEST_CASE(
   s.poll(5000);
   CHECK(s.thread_count() == 3);
   s.finish(6000);
-  std::map<int64_t, int> starts;
-  for (const auto& e : drain(q)) {
-    if (const auto* st = std::get_if<raw::ThreadStart>(&e)) ++starts[st->tid];
-  }
+  std::map<int64_t, int> starts = starts_per_tid(drain(q));
   CHECK(starts[100] == 1);
   CHECK(starts[101] == 1);
   CHECK(starts[102] == 1);
@@ -831,10 +808,7 @@ TEST_CASE("sampler: a new thread caught between writing its two ids is not its c
   s.poll(5000);
   CHECK(s.thread_count() == 3);
   s.finish(6000);
-  std::map<int64_t, int> starts;
-  for (const auto& e : drain(q)) {
-    if (const auto* st = std::get_if<raw::ThreadStart>(&e)) ++starts[st->tid];
-  }
+  std::map<int64_t, int> starts = starts_per_tid(drain(q));
   CHECK(starts[100] == 1);
   CHECK(starts[102] == 1);
 }
@@ -843,12 +817,8 @@ TEST_CASE(
     "sampler: after unseen takes every waiter is asked; else one, every one when the cond's count falls "
     "below "
     "them; an idle thread only when the count has room for a new waiter") {
-  FakeTarget t;
-  t.tids = {100, 101, 102, 103};
-  t.set_threads({0, 1, 2, 3});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  Rig rig{{100, 101, 102, 103}, SamplerOptions{.walk_period_ns = 1'000'000'000}};
+  auto& [t, tasks, q, s] = rig;
   tasks.state[101] = TaskState::kGilCond;
   tasks.state[102] = TaskState::kGilCond;
   tasks.state[103] = TaskState::kOtherSyscall;  // idle: in a read() of its own
@@ -995,12 +965,8 @@ TEST_CASE("sampler: the holder's CPU is asked only of a thread that has been aro
 }
 
 TEST_CASE("sampler: a change is dated where the poll's window begins, kept between the two polls") {
-  FakeTarget t;
-  t.tids = {100, 101};
-  t.set_threads({0, 1});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0);
+  Rig rig{{100, 101}};
+  auto& [t, tasks, q, s] = rig;
   t.gil(1, FakeTarget::tstate(0), 1, 0);
   s.poll(1000, 1000);
   t.gil(1, FakeTarget::tstate(1), 2, 0);
@@ -1017,12 +983,8 @@ TEST_CASE("sampler: a change is dated where the poll's window begins, kept betwe
 }
 
 TEST_CASE("sampler: each thread's end carries the standard error of its time in each state") {
-  FakeTarget t;
-  t.tids = {100, 101, 102};
-  t.set_threads({0, 1, 2});
-  ScriptedTasks tasks;
-  RecordQueue q(1024);
-  ProcessSampler s(t.interp, t.mem, tasks, q, 0, SamplerOptions{.walk_period_ns = 1'000'000'000});
+  Rig rig{{100, 101, 102}, SamplerOptions{.walk_period_ns = 1'000'000'000}};
+  auto& [t, tasks, q, s] = rig;
   tasks.state[101] = TaskState::kOtherSyscall;  // idle all along
   tasks.state[102] = TaskState::kOtherSyscall;
   t.gil(1, FakeTarget::tstate(0), 1, 0);
