@@ -16,6 +16,7 @@
 #include "cpython_layouts/layout.hpp"
 #include "elfutils/elf_image.hpp"
 #include "elfutils/python_binary.hpp"
+#include "support/catch_error.hpp"
 
 namespace gl = gilspy::layouts;
 using gilspy::Error;
@@ -125,19 +126,7 @@ Blob blob_3_13_from_table() {
   return b;
 }
 
-struct Caught {
-  ErrorKind kind;
-  std::string message;
-};
-
-std::optional<Caught> catch_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return Caught{e.kind(), e.what()};
-  }
-  return std::nullopt;
-}
+using gilspy::testing::catch_error;
 
 gilspy::elf::PyVersion v3_14() {
   return gilspy::elf::version_from_hex(static_cast<uint32_t>(kV3_14_0));

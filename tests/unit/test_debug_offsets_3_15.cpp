@@ -20,6 +20,7 @@
 #include "elfutils/glibc_version.hpp"
 #include "elfutils/python_binary.hpp"
 #include "sampler/target/gil_sample.hpp"
+#include "support/catch_error.hpp"
 
 namespace gl = gilspy::layouts;
 using gilspy::Error;
@@ -96,19 +97,7 @@ Blob blob_3_15(const Values15& v, uint64_t version = kV3_15_2) {
   return b;
 }
 
-struct Caught {
-  ErrorKind kind;
-  std::string message;
-};
-
-std::optional<Caught> catch_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return Caught{e.kind(), e.what()};
-  }
-  return std::nullopt;
-}
+using gilspy::testing::catch_error;
 
 gilspy::elf::PyVersion version(uint64_t hex) {
   return gilspy::elf::version_from_hex(static_cast<uint32_t>(hex));
