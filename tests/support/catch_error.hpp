@@ -7,7 +7,7 @@
 
 #include "base/error.hpp"
 
-namespace gilspy::testing {
+namespace gilspy::test {
 
 struct Caught {
   ErrorKind kind;
@@ -23,4 +23,4 @@ inline std::optional<Caught> catch_error(const std::function<void()>& f) {
   return std::nullopt;
 }
 
-}  // namespace gilspy::testing
+}  // namespace gilspy::test

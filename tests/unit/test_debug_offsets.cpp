@@ -126,7 +126,7 @@ Blob blob_3_13_from_table() {
   return b;
 }
 
-using gilspy::testing::catch_error;
+using gilspy::test::catch_error;
 
 gilspy::elf::PyVersion v3_14() {
   return gilspy::elf::version_from_hex(static_cast<uint32_t>(kV3_14_0));

@@ -97,7 +97,7 @@ Blob blob_3_15(const Values15& v, uint64_t version = kV3_15_2) {
   return b;
 }
 
-using gilspy::testing::catch_error;
+using gilspy::test::catch_error;
 
 gilspy::elf::PyVersion version(uint64_t hex) {
   return gilspy::elf::version_from_hex(static_cast<uint32_t>(hex));

@@ -18,6 +18,7 @@
 #include "base/error.hpp"
 #include "raw/fast_reader.hpp"
 #include "raw/raw_format.hpp"
+#include "support/damage.hpp"
 
 namespace raw = gilspy::raw;
 namespace fs = std::filesystem;
@@ -257,22 +258,7 @@ TEST_CASE("fast reader: random damage to a finished file reads the same both way
   std::mt19937 rng(12345);
   const std::string alphabet = "[]{},:\"-0123456789.eHWNTESPF \n\\x";
   for (int round = 0; round < 1500; ++round) {
-    std::string s = f;
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int k = 0; k < edits; ++k) {
-      const size_t at = rng() % s.size();
-      switch (rng() % 3) {
-        case 0:
-          s[at] = alphabet[rng() % alphabet.size()];
-          break;
-        case 1:
-          s.erase(at, 1 + rng() % 4);
-          break;
-        default:
-          s.insert(at, 1, alphabet[rng() % alphabet.size()]);
-          break;
-      }
-    }
+    std::string s = gilspy::test::damaged(f, rng, alphabet, 4);
     if (rng() % 4 == 0) s.resize(rng() % s.size());  // and sometimes cut
     CAPTURE(round);
     same_both_ways(s, round % 2 == 0);

@@ -22,6 +22,7 @@
 #include "convert/merge_lanes.hpp"
 #include "convert/merge_trace.hpp"
 #include "raw/raw_format.hpp"
+#include "support/damage.hpp"
 #include "support/trace_check.hpp"
 #include "unit/temp_files.hpp"
 
@@ -492,21 +493,7 @@ TEST_CASE("merge: random damage to a trace is merged or refused as kBadInput, ne
   const std::string alphabet = "[]{},:\"-0123456789.e \n\\x";
   size_t merged = 0;
   for (int round = 0; round < 400; ++round) {
-    std::string s = original;
-    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
-      const size_t at = rng() % s.size();
-      switch (rng() % 3) {
-        case 0:
-          s[at] = alphabet[rng() % alphabet.size()];
-          break;
-        case 1:
-          s.erase(at, 1 + rng() % 8);
-          break;
-        default:
-          s.insert(at, 1, alphabet[rng() % alphabet.size()]);
-          break;
-      }
-    }
+    const std::string s = gilspy::test::damaged(original, rng, alphabet, 8);
     CAPTURE(round);
     const std::string trace = dir / "t.json", out = dir / "o.json";
     spit(trace, s);
