@@ -40,6 +40,8 @@ struct Field {
   // Implicit: a table writes the offset; the member it is assigned to says the type.
   constexpr Field(uint32_t offset) : off(offset) {}  // NOLINT(google-explicit-constructor)
   constexpr bool operator==(const Field&) const = default;
+  // The first byte past the field.
+  constexpr uint32_t end() const { return off + static_cast<uint32_t>(sizeof(T)); }
 };
 // A field some versions do not have.
 template <class T>
@@ -52,14 +54,19 @@ T load(RemoteBytes bytes, Field<T> field, size_t base = 0) {
   return load<T>(bytes, base + field.off);
 }
 
-// load() over one buffer, remembering whether any field fell outside it.
+// load() over one buffer, remembering whether any field fell outside it. The buffer may hold a structure from
+// byte `first` on (a read that skipped the structure's head): fields are still named by their offsets from
+// the structure's start.
 class FieldReader {
  public:
-  explicit FieldReader(RemoteBytes bytes) : bytes_(bytes) {}
+  explicit FieldReader(RemoteBytes bytes, size_t first = 0) : bytes_(bytes), first_(first) {}
   template <class T>
   T get(size_t off) {
-    if (!fits(bytes_, off, sizeof(T))) complete_ = false;
-    return load<T>(bytes_, off);
+    if (off < first_ || !fits(bytes_, off - first_, sizeof(T))) {
+      complete_ = false;
+      return T{};
+    }
+    return load<T>(bytes_, off - first_);
   }
   template <class T>
   T get(Field<T> field, size_t base = 0) {
@@ -70,6 +77,7 @@ class FieldReader {
 
  private:
   RemoteBytes bytes_;
+  size_t first_ = 0;
   bool complete_ = true;
 };
 

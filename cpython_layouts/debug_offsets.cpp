@@ -48,6 +48,10 @@ void expect_equal(const char* what, uint64_t table, uint64_t debug) {
                     std::to_string(debug) + "); refusing to guess");
   }
 }
+template <class T>
+void expect_equal(const char* what, Field<T> table, uint64_t debug) {
+  expect_equal(what, table.off, debug);
+}
 
 }  // namespace
 
@@ -114,9 +118,8 @@ Layout resolve_layout(const elf::PyVersion& version, std::span<const uint8_t> ru
     expect_equal("tstate.interp", l.tstate.interp, debug->tstate_interp);
     expect_equal("tstate.thread_id", l.tstate.thread_id, debug->tstate_thread_id);
     expect_equal("tstate.native_thread_id", *l.tstate.native_thread_id, debug->tstate_native_thread_id);
-    expect_equal("gil.locked", l.gil.locked.off, debug->gil_locked - debug->interp_gil_runtime_state);
-    expect_equal("gil.last_holder", l.gil.last_holder.off,
-                 debug->gil_holder - debug->interp_gil_runtime_state);
+    expect_equal("gil.locked", l.gil.locked, debug->gil_locked - debug->interp_gil_runtime_state);
+    expect_equal("gil.last_holder", l.gil.last_holder, debug->gil_holder - debug->interp_gil_runtime_state);
     l.gc = checked_gc_3_13(l.gc, *debug);  // a GC disagreement leaves the GC unread, the GIL is still read
     return l;
   }

@@ -52,7 +52,7 @@ GcLayout layout_3_14(const elf::PyVersion& version, const DebugOffsets& d) {
     return unknown(gc, "the exact 3.14 release is not known (incremental or generational GC)");
   gc.incremental = version.micro <= 4;
   if (gc.incremental) gc.visited_space = 232;
-  if (!d.gc_collecting || *d.gc_collecting != gc.collecting) {
+  if (!d.gc_collecting || *d.gc_collecting != gc.collecting.off) {
     return unknown(gc, "its _Py_DebugOffsets place gc.collecting elsewhere than 3.14's +192");
   }
   const Off expected = gc.incremental ? kGcSize3_14Incremental : kGcSize3_14Generational;
@@ -86,7 +86,7 @@ GcLayout layout_3_15(const DebugOffsets& d) {
     gc.ring_items[g] = 3;
     gc.ring_index[g] = gc.ring_buffer[g] + 192;
   }
-  if (!d.gc_collecting || *d.gc_collecting != gc.collecting) {
+  if (!d.gc_collecting || *d.gc_collecting != gc.collecting.off) {
     return unknown(gc, "its _Py_DebugOffsets place gc.collecting elsewhere than 3.15's +112");
   }
   if (!d.gc_generation_stats || *d.gc_generation_stats != gc.stats) {
@@ -102,7 +102,7 @@ GcLayout layout_3_15(const DebugOffsets& d) {
 }  // namespace
 
 GcLayout checked_gc_3_13(GcLayout gc, const DebugOffsets& d) {
-  if (!d.gc_collecting || *d.gc_collecting != gc.collecting) {
+  if (!d.gc_collecting || *d.gc_collecting != gc.collecting.off) {
     return unknown(gc, "its _Py_DebugOffsets place gc.collecting elsewhere than the 3.13 table");
   }
   if (!d.gc_size || *d.gc_size != kGcSize3_13)

@@ -46,67 +46,70 @@ enum class GilHome {
 enum class GcHome { kRuntime, kInterp };
 enum class GcStatsHome : uint8_t { kInline, kRing };
 
-// struct _gc_runtime_state
+// struct _gc_runtime_state. The fields a poll decodes are typed (Field<T>); `Off` members are positions and
+// sizes of the arrays and structs those fields sit in.
 struct GcLayout {
   bool known = true;             // false where the version's GC state is not described (free-threaded 3.13)
   const char* why_unknown = "";  // when !known: why, for one line to the user
   GcHome home = GcHome::kInterp;
-  Off offset = 0;        // from _PyRuntime or from the interpreter
-  Off enabled = 12;      // int
-  Off generations = 24;  // struct gc_generation[3]
+  Off offset = 0;               // from _PyRuntime or from the interpreter
+  Field<int32_t> enabled = 12;  // int
+  Off generations = 24;         // struct gc_generation[3]
   Off generation_stride = 24;
-  Off generation_threshold = 16;
-  Off generation_count = 20;
-  Off stats = 128;  // struct gc_generation_stats[3]
+  Field<int32_t> generation_threshold = 16;  // inside one struct gc_generation
+  Field<int32_t> generation_count = 20;
+  Off stats = 128;  // struct gc_generation_stats[3] (kInline) or the pointer to struct gc_stats (kRing)
   Off stats_stride = 24;
-  Off stats_collections = 0;  // Py_ssize_t
-  Off collecting = 200;       // int
+  Field<int64_t> stats_collections = 0;  // Py_ssize_t, inside one stats entry
+  Field<int32_t> collecting = 200;       // int
   int generations_count = 3;
   // Appended for the GC timeline (sampler/gc_tracker.hpp): the other two counters of each stats entry.
-  Off stats_collected = 8;       // Py_ssize_t
-  Off stats_uncollectable = 16;  // Py_ssize_t
+  Field<int64_t> stats_collected = 8;       // Py_ssize_t
+  Field<int64_t> stats_uncollectable = 16;  // Py_ssize_t
   // 3.14.0-3.14.4 ship an incremental collector: generations[] are `young` and `old[2]`, and gc.get_count()
   // shows young, old[visited_space], old[visited_space ^ 1]. Same offsets as 3.14.5+'s generations[3];
   // only Py_Version tells the two apart.
   bool incremental = false;
-  Off visited_space = 0;  // int, incremental only
+  Field<int32_t> visited_space = 0;  // int, incremental only
   // Where each generation's stats entry is. kInline: generation_stats[3] at `stats` (3.8-3.14).
   // kRing (3.15+): `stats` is the offset of a pointer (gc->generation_stats) to a struct gc_stats holding
   // one ring buffer per generation whose entry at the buffer's index carries the cumulative counters
   // (stats_stride and the stats_* offsets then describe that entry).
   GcStatsHome stats_home = GcStatsHome::kInline;
-  Off ring_size = 0;               // sizeof(struct gc_stats)
-  Off ring_buffer[3] = {0, 0, 0};  // each generation's buffer (its items[]) inside struct gc_stats
-  int ring_items[3] = {0, 0, 0};   // entries per buffer
-  Off ring_index[3] = {0, 0, 0};   // the buffer's int8_t index (the newest entry) inside struct gc_stats
+  Off ring_size = 0;                        // sizeof(struct gc_stats)
+  Off ring_buffer[3] = {0, 0, 0};           // each generation's buffer (its items[]) inside struct gc_stats
+  int ring_items[3] = {0, 0, 0};            // entries per buffer
+  Field<int8_t> ring_index[3] = {0, 0, 0};  // the buffer's index (the newest entry) inside struct gc_stats
   // Bytes from the start of the GC state that cover every field above (what a poll reads).
   Off read_size() const {
-    Off end = collecting + 4;
+    Off end = collecting.end();
     if (stats_home == GcStatsHome::kInline) end = std::max<Off>(end, stats + 3 * stats_stride);
     if (stats_home == GcStatsHome::kRing) end = std::max<Off>(end, stats + 8);
-    if (incremental) end = std::max<Off>(end, visited_space + 4);
-    return std::max<Off>(end, std::max<Off>(enabled + 4, generations + 3 * generation_stride));
+    if (incremental) end = std::max<Off>(end, visited_space.end());
+    return std::max<Off>(end, std::max<Off>(enabled.end(), generations + 3 * generation_stride));
   }
 };
 
 struct RuntimeLayout {
-  Off interpreters_head = 0;  // PyInterpreterState*
+  Field<uint64_t> interpreters_head = 0;  // PyInterpreterState*
 };
 
 struct InterpLayout {
-  Off next = 0;
-  Off id = 0;
-  Off threads_head = 0;  // PyThreadState*
+  Field<uint64_t> next = 0;          // PyInterpreterState*
+  Field<int64_t> id = 0;             // int64_t
+  Field<uint64_t> threads_head = 0;  // PyThreadState*
 };
 
 struct ThreadLayout {
-  Off prev = 0;
-  Off next = 8;
-  Off interp = 16;
-  Off thread_id = 0;        // unsigned long: pthread_t
-  OptOff native_thread_id;  // unsigned long: the OS TID (3.11+)
-  OptOff holds_gil;         // 3.13: bit in byte (see holds_gil_bit), 3.14: int
-  int holds_gil_bit = -1;   // bit index when holds_gil is a bit field, -1 when it is an int
+  Field<uint64_t> prev = 0;  // PyThreadState*
+  Field<uint64_t> next = 8;
+  Field<uint64_t> interp = 16;          // PyInterpreterState*
+  Field<uint64_t> thread_id = 0;        // unsigned long: pthread_t
+  OptField<uint64_t> native_thread_id;  // unsigned long: the OS TID (3.11+)
+  // 3.13: a bit in a byte (see holds_gil_bit), 3.14+: an int. Its width differs by version, so it is a
+  // position with the bit beside it, not a typed field.
+  OptOff holds_gil;
+  int holds_gil_bit = -1;  // bit index when holds_gil is a bit field, -1 when it is an int
 };
 
 struct Layout {

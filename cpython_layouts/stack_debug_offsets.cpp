@@ -112,6 +112,10 @@ void expect_same(const char* what, uint64_t table, uint64_t debug) {
                                                 std::to_string(debug) + "); stacks are not read");
   }
 }
+template <class T>
+void expect_same(const char* what, Field<T> table, Field<T> debug) {
+  expect_same(what, table.off, debug.off);
+}
 
 FrameLayout frame_from_debug_block(const BlockReader& r, const StackBlockPositions& at,
                                    const elf::PyVersion& version) {
@@ -126,7 +130,7 @@ FrameLayout frame_from_debug_block(const BlockReader& r, const StackBlockPositio
   // f_executable (a _PyStackRef: Py_TAG_BITS cleared).
   f.first_skipped_owner = 3;  // 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER (and CSTACK)
   f.code_pointer_mask = version.minor >= 14 ? ~uint64_t{3} : ~uint64_t{0};
-  f.read_size = std::max({f.previous + 8, f.code + 8, f.instr + 8, *f.owner + 1u});
+  f.read_size = std::max({f.previous.end(), f.code.end(), f.instr + 8, f.owner->end()});
   f.read_size = (f.read_size + 7) & ~7u;
   return f;
 }
@@ -140,8 +144,8 @@ CodeLayout code_from_debug_block(const BlockReader& r, const StackBlockPositions
   c.firstlineno = r.field(at.code, 5, "code_object.firstlineno");
   c.code_adaptive = r.field(at.code, 9, "code_object.co_code_adaptive");
   c.line_table = LineTableKind::kLocationTable;
-  c.read_size = std::max({c.filename, c.name, *c.qualname, c.linetable}) + 8;
-  c.read_size = std::max(c.read_size, c.firstlineno + 4);
+  c.read_size =
+      std::max({c.filename.end(), c.name.end(), c.qualname->end(), c.linetable.end(), c.firstlineno.end()});
   return c;
 }
 
@@ -169,8 +173,7 @@ void objects_from_debug_block(const BlockReader& r, const StackBlockPositions& a
   s.bytes.data = r.field(at.bytes, 2, "bytes_object.ob_sval");
   s.unicode.state = r.field(at.unicode, 1, "unicode_object.state");
   s.unicode.length = r.field(at.unicode, 2, "unicode_object.length");
-  s.unicode.ascii_data =
-      static_cast<SOff>(r.word(at.unicode + 24));  // asciiobject_size: a size, not an offset
+  s.unicode.ascii_data = static_cast<SOff>(r.word(at.unicode + 24));  // asciiobject_size: a size
   if (s.unicode.ascii_data == 0 || s.unicode.ascii_data > r.size(at.unicode)) {
     throw Error(ErrorKind::kLayoutMismatch,
                 "the interpreter's _Py_DebugOffsets give an implausible "

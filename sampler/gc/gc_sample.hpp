@@ -32,25 +32,25 @@ struct GcSample {
 inline GcSample decode_gc(RemoteBytes state, RemoteBytes ring, const layouts::GcLayout& l) {
   FieldReader st(state), rg(ring);
   GcSample s;
-  s.enabled = st.get<int32_t>(l.enabled);
-  s.collecting = st.get<int32_t>(l.collecting);
+  s.enabled = st.get(l.enabled);
+  s.collecting = st.get(l.collecting);
   // gc.get_count() order: the incremental collector (3.14.0-3.14.4) shows young, then the old space being
   // visited, then the other one.
   int slot_of[3] = {0, 1, 2};
   if (l.incremental) {
-    const int visited = st.get<int32_t>(l.visited_space) & 1;
+    const int visited = st.get(l.visited_space) & 1;
     slot_of[1] = 1 + visited;
     slot_of[2] = 1 + (visited ^ 1);
   }
   for (int g = 0; g < 3; ++g) {
     const size_t gen = l.generations + static_cast<size_t>(g) * l.generation_stride;
-    s.threshold[g] = st.get<int32_t>(gen + l.generation_threshold);
-    s.count[g] = st.get<int32_t>(l.generations + static_cast<size_t>(slot_of[g]) * l.generation_stride +
-                                 l.generation_count);
+    const size_t counted_gen = l.generations + static_cast<size_t>(slot_of[g]) * l.generation_stride;
+    s.threshold[g] = st.get(l.generation_threshold, gen);
+    s.count[g] = st.get(l.generation_count, counted_gen);
     FieldReader* from = &st;
     size_t entry = l.stats + static_cast<size_t>(g) * l.stats_stride;
     if (l.stats_home == layouts::GcStatsHome::kRing) {
-      const int index = rg.get<int8_t>(l.ring_index[g]);
+      const int index = rg.get(l.ring_index[g]);
       if (index < 0 || index >= l.ring_items[g]) {
         s.stats_ok = false;
         continue;
@@ -58,9 +58,9 @@ inline GcSample decode_gc(RemoteBytes state, RemoteBytes ring, const layouts::Gc
       from = &rg;
       entry = l.ring_buffer[g] + static_cast<size_t>(index) * l.stats_stride;
     }
-    s.collections[g] = from->get<int64_t>(entry + l.stats_collections);
-    s.collected[g] = from->get<int64_t>(entry + l.stats_collected);
-    s.uncollectable[g] = from->get<int64_t>(entry + l.stats_uncollectable);
+    s.collections[g] = from->get(l.stats_collections, entry);
+    s.collected[g] = from->get(l.stats_collected, entry);
+    s.uncollectable[g] = from->get(l.stats_uncollectable, entry);
   }
   if (!st.complete() || !rg.complete()) s.stats_ok = false;
   return s;

@@ -41,6 +41,11 @@ class MemoryReader {
     read_exact(remote, &value, sizeof value, what);
     return value;
   }
+  // Field `f` of the structure at `base`, at the field's own type.
+  template <class T>
+  T read_field(uint64_t base, Field<T> f, const char* what) {
+    return read_value<T>(base + f.off, what);
+  }
 };
 
 class RemoteMemoryReader final : public MemoryReader {

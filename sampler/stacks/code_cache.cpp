@@ -26,9 +26,10 @@ CodeCache::CodeCache(RemoteObjects& objects, StackTables& tables)
       fingerprints_(kMaxRevalidate * 4),
       text_(kMaxName) {
   const auto& c = layout_.code;
-  uint32_t lo = std::min(c.filename, c.name), hi = std::max(c.filename, c.name);
-  lo = std::min(lo, c.linetable), hi = std::max(hi, c.linetable);
-  if (c.qualname) lo = std::min(lo, *c.qualname), hi = std::max(hi, *c.qualname);
+  // The pointer fields' span: filename, name, qualname and linetable.
+  uint32_t lo = std::min(c.filename.off, c.name.off), hi = std::max(c.filename.off, c.name.off);
+  lo = std::min(lo, c.linetable.off), hi = std::max(hi, c.linetable.off);
+  if (c.qualname) lo = std::min(lo, c.qualname->off), hi = std::max(hi, c.qualname->off);
   fp_start_ = lo;
   fp_words_ = std::min<uint32_t>(4, (hi - lo) / 8 + 1);
 }
@@ -102,24 +103,23 @@ CodeResult CodeCache::resolve(uint64_t addr, CodeInfo* out) {
   const auto& c = layout_.code;
   uint8_t head[256] = {};
   if (c.read_size > sizeof head || !objects_.read_one(addr, head, c.read_size)) return CodeResult::kNotCode;
-  if (objects_.kind_of_type(load<uint64_t>(head, layout_.object.ob_type)) != PyKind::kCode)
-    return CodeResult::kNotCode;
+  if (objects_.kind_of_type(load(head, layout_.object.ob_type)) != PyKind::kCode) return CodeResult::kNotCode;
   out->addr = addr;
   std::memcpy(out->fingerprint, head + fp_start_, 8 * fp_words_);
-  out->first_line = load<int32_t>(head, c.firstlineno);
+  out->first_line = load(head, c.firstlineno);
   CodeRefs refs;
-  refs.filename = load<uint64_t>(head, c.filename);
-  refs.qualname = load<uint64_t>(head, c.qualname ? *c.qualname : c.name);
-  refs.table = load<uint64_t>(head, c.linetable);
+  refs.filename = load(head, c.filename);
+  refs.qualname = load(head, c.qualname.value_or(c.name));
+  refs.table = load(head, c.linetable);
   if (out->first_line < 0) return CodeResult::kInvalid;
   // The instructions' length: 3.11+ Py_SIZE(code) code units inside the object; before, co_code's length.
   if (c.code_adaptive) {
-    const int64_t units = load<int64_t>(head, layout_.object.ob_size);
+    const int64_t units = load(head, layout_.object.ob_size);
     if (units <= 0 || units > (int64_t{1} << 24)) return CodeResult::kInvalid;
     out->code_bytes = 2 * units;
     out->instr_start = addr + *c.code_adaptive;
   } else {
-    refs.co_code = load<uint64_t>(head, *c.co_code);
+    refs.co_code = load(head, *c.co_code);
   }
   uint8_t headers[4][64] = {};
   int64_t table_len = 0;
@@ -157,20 +157,20 @@ CodeResult CodeCache::read_code_headers(const CodeRefs& refs, uint8_t (&h)[4][64
   if (refs.filename == 0 || refs.qualname == 0 || refs.table == 0 || objects_.read({r, want}) != want)
     return CodeResult::kInvalid;
   for (int i = 0; i < 2; ++i) {
-    if (objects_.kind_of_type(load<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kStr)
+    if (objects_.kind_of_type(load(h[i], layout_.object.ob_type)) != PyKind::kStr)
       return CodeResult::kInvalid;
   }
   for (size_t i = 2; i < want; ++i) {
-    if (objects_.kind_of_type(load<uint64_t>(h[i], layout_.object.ob_type)) != PyKind::kBytes) {
+    if (objects_.kind_of_type(load(h[i], layout_.object.ob_type)) != PyKind::kBytes) {
       return CodeResult::kInvalid;
     }
   }
   if (refs.co_code != 0) {
-    const int64_t n = load<int64_t>(h[3], layout_.bytes.size);
+    const int64_t n = load(h[3], layout_.bytes.size);
     if (n <= 0 || n > (int64_t{1} << 26)) return CodeResult::kInvalid;
     out->code_bytes = n;
   }
-  *table_len = load<int64_t>(h[2], layout_.bytes.size);
+  *table_len = load(h[2], layout_.bytes.size);
   if (*table_len < 0 || static_cast<size_t>(*table_len) > kMaxTable) return CodeResult::kInvalid;
   return CodeResult::kOk;
 }

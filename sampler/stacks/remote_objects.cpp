@@ -44,8 +44,8 @@ RemoteObjects::TypeInfo* RemoteObjects::type_info(uint64_t type, bool need_slots
     // A new type: what it is, from its name and flags. The table holds the built-in types and the few classes
     // whose attributes are read (threading.Thread and its subclasses); when full, the oldest class goes.
     uint64_t name_ptr = 0, flags = 0;
-    const ReadRegion r[2] = {{type + layout_.object.tp_name, &name_ptr, 8},
-                             {type + layout_.object.tp_flags, &flags, 8}};
+    const ReadRegion r[2] = {field_region(type, layout_.object.tp_name, &name_ptr),
+                             field_region(type, layout_.object.tp_flags, &flags)};
     if (read(r) != 2) return nullptr;
     char name[16] = {};
     PyKind kind = PyKind::kOther;
@@ -72,9 +72,9 @@ RemoteObjects::TypeInfo* RemoteObjects::type_info(uint64_t type, bool need_slots
   }
   if (need_slots && !t->slots_read) {
     const auto& o = layout_.object;
-    const ReadRegion r[3] = {{type + o.tp_basicsize, &t->basicsize, 8},
-                             {type + o.tp_dictoffset, &t->dictoffset, 8},
-                             {type + o.ht_cached_keys, &t->cached_keys, 8}};
+    const ReadRegion r[3] = {field_region(type, o.tp_basicsize, &t->basicsize),
+                             field_region(type, o.tp_dictoffset, &t->dictoffset),
+                             field_region(type, o.ht_cached_keys, &t->cached_keys)};
     const bool heap = (t->flags & kHeapType) != 0;
     if (read({r, heap ? 3u : 2u}) != (heap ? 3u : 2u)) return nullptr;
     if (!heap) t->cached_keys = 0;
@@ -90,17 +90,17 @@ PyKind RemoteObjects::kind_of_type(uint64_t type) {
 
 PyKind RemoteObjects::kind_of(uint64_t obj) {
   uint64_t type = 0;
-  if (obj == 0 || !read_one(obj + layout_.object.ob_type, &type, 8)) return PyKind::kOther;
+  if (obj == 0 || !read_field(obj, layout_.object.ob_type, &type)) return PyKind::kOther;
   return kind_of_type(type);
 }
 
 std::optional<StrShape> RemoteObjects::str_shape(RemoteBytes h) const {
   const auto& u = layout_.unicode;
-  const uint32_t state = load<uint32_t>(h, u.state) & 0xff;  // the upper bits are not the state's
+  const uint32_t state = load(h, u.state) & 0xff;  // the upper bits are not the state's
   const int kind = static_cast<int>((state >> u.kind_shift) & ((1u << u.kind_bits) - 1));
   const bool compact = ((state >> u.compact_bit) & 1) != 0;
   const bool ascii = ((state >> u.ascii_bit) & 1) != 0;
-  const int64_t length = load<int64_t>(h, u.length);
+  const int64_t length = load(h, u.length);
   if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1) || length < 0 ||
       length > (int64_t{1} << 20)) {
     return std::nullopt;
@@ -152,7 +152,7 @@ std::optional<size_t> RemoteObjects::read_str(uint64_t obj, std::span<char> out,
   uint8_t header[kHeaderBytes] = {};
   const size_t header_len = layout_.unicode.ascii_data;
   if (obj == 0 || header_len > sizeof header || !read_one(obj, header, header_len)) return std::nullopt;
-  if (kind_of_type(load<uint64_t>(header, layout_.object.ob_type)) != PyKind::kStr) return std::nullopt;
+  if (kind_of_type(load(header, layout_.object.ob_type)) != PyKind::kStr) return std::nullopt;
   const auto shape = str_shape(header);
   if (!shape) return std::nullopt;
   // No more characters than `out` can take (each is at least one byte of UTF-8); read in pieces of 1 KiB.
@@ -186,8 +186,8 @@ std::optional<uint64_t> RemoteObjects::read_uint(uint64_t obj) {
   const auto& l = layout_.long_int;
   const size_t len = l.digits + 4 * 3;
   if (obj == 0 || len > sizeof b || !read_one(obj, b, len)) return std::nullopt;
-  if (kind_of_type(load<uint64_t>(b, layout_.object.ob_type)) != PyKind::kInt) return std::nullopt;
-  const int64_t word = load<int64_t>(b, l.size_or_tag);
+  if (kind_of_type(load(b, layout_.object.ob_type)) != PyKind::kInt) return std::nullopt;
+  const int64_t word = load(b, l.size_or_tag);
   int64_t ndigits = 0;
   if (l.tagged) {
     const int sign = static_cast<int>(word & 3);  // 0 positive, 1 zero, 2 negative
@@ -213,10 +213,10 @@ bool RemoteObjects::read_dict(uint64_t dict) {
   items_ = 0;
   uint8_t b[64] = {};
   const auto& d = layout_.dict;
-  const size_t len = d.ma_values + 8;
+  const size_t len = std::max(d.ma_keys.end(), d.ma_values.end());
   if (dict == 0 || len > sizeof b || !read_one(dict, b, len)) return false;
-  if (kind_of_type(load<uint64_t>(b, layout_.object.ob_type)) != PyKind::kDict) return false;
-  return read_keys(load<uint64_t>(b, d.ma_keys), load<uint64_t>(b, d.ma_values));
+  if (kind_of_type(load(b, layout_.object.ob_type)) != PyKind::kDict) return false;
+  return read_keys(load(b, d.ma_keys), load(b, d.ma_values));
 }
 
 bool RemoteObjects::read_keys(uint64_t keys, uint64_t values) {
@@ -224,16 +224,17 @@ bool RemoteObjects::read_keys(uint64_t keys, uint64_t values) {
   const auto& d = layout_.dict;
   uint8_t h[64] = {};
   if (keys == 0 || d.dk_indices > sizeof h || !read_one(keys, h, d.dk_indices)) return false;
-  const int64_t nentries = load<int64_t>(h, d.dk_nentries);
+  const int64_t nentries = load(h, d.dk_nentries);
   uint64_t entries = 0;
   size_t esize = 24, key_at = 8, value_at = 16;
   if (d.log2_keys) {
-    const uint8_t log2_size = h[d.dk_log2_size], log2_index = h[d.dk_log2_index_bytes], kind = h[d.dk_kind];
+    const uint8_t log2_size = load(h, d.dk_log2_size), log2_index = load(h, d.dk_log2_index_bytes),
+                  kind = load(h, d.dk_kind);
     if (log2_size > 30 || log2_index > 34 || kind > 2 || nentries > (int64_t{1} << log2_size)) return false;
     entries = keys + d.dk_indices + (uint64_t{1} << log2_index);
     if (kind != 0) esize = 16, key_at = 0, value_at = 8;  // unicode and split keys carry no hash
   } else {
-    const int64_t size = load<int64_t>(h, d.dk_size);
+    const int64_t size = load(h, d.dk_size);
     if (size <= 0 || size > (int64_t{1} << 30) || nentries > size) return false;
     const uint64_t width = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffLL ? 4 : 8;
     entries = keys + d.dk_indices + static_cast<uint64_t>(size) * width;
@@ -270,7 +271,7 @@ uint64_t RemoteObjects::find_str_key(std::string_view want) {
       const size_t got = read({regions_.data() + done, n - done});
       for (size_t i = done; i < done + got; ++i) {
         const RemoteBytes hdr(headers_.data() + i * kHeaderBytes, kHeaderBytes);
-        if (kind_of_type(load<uint64_t>(hdr, layout_.object.ob_type)) != PyKind::kStr) continue;
+        if (kind_of_type(load(hdr, layout_.object.ob_type)) != PyKind::kStr) continue;
         const auto shape = str_shape(hdr);
         if (shape && shape->ascii && shape->length == want.size() &&
             std::memcmp(hdr.data() + header_len, want.data(), want.size()) == 0) {  // fits: checked above
@@ -285,7 +286,7 @@ uint64_t RemoteObjects::find_str_key(std::string_view want) {
 
 uint64_t RemoteObjects::attribute(uint64_t obj, std::string_view name) {
   uint64_t type = 0;
-  if (obj == 0 || !read_one(obj + layout_.object.ob_type, &type, 8)) return 0;
+  if (obj == 0 || !read_field(obj, layout_.object.ob_type, &type)) return 0;
   const TypeInfo* t = type_info(type, true);
   if (t == nullptr) return 0;
   const auto& a = layout_.attributes;
@@ -319,7 +320,7 @@ uint64_t RemoteObjects::attribute(uint64_t obj, std::string_view name) {
     uint8_t valid = 0;
     const uint64_t values = obj + static_cast<uint64_t>(t->basicsize);
     if ((t->flags & a.inline_values_flag) != 0 && t->basicsize > 0 &&
-        read_one(values + a.inline_valid, &valid, 1) && valid != 0) {
+        read_field(values, a.inline_valid, &valid) && valid != 0) {
       if (!read_keys(t->cached_keys, values)) return 0;
       have_items = true;
     } else if (!read_one(obj - kManagedDictAt, &dict, 8)) {

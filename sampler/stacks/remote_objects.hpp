@@ -60,6 +60,11 @@ class RemoteObjects {
   const layouts::StackLayout& layout() const { return layout_; }
   // Counted reads: every read of stacks and names goes through here.
   size_t read(std::span<const ReadRegion> regions);
+  // Field `f` of the structure at `base`, at the field's own type.
+  template <class T>
+  bool read_field(uint64_t base, Field<T> f, T* into) {
+    return read_one(base + f.off, into, sizeof(T));
+  }
   bool read_one(uint64_t remote, void* local, size_t len) {
     const ReadRegion r{remote, local, len};
     return read({&r, 1}) == 1;

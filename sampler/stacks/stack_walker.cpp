@@ -69,13 +69,13 @@ bool StackWalker::current_frame(uint64_t tstate, uint64_t* frame, std::span<cons
   uint64_t p = 0;
   ReadRegion r[1 + kMaxAlso + 2];
   size_t n = 0;
-  r[n++] = {tstate + f.tstate_frame, &p, 8};
+  r[n++] = field_region(tstate, f.tstate_frame, &p);
   for (const ReadRegion& a : also) r[n++] = a;
   const size_t needed = n;
   // The guesses go last: a guess that cannot be read (the thread's stack moved) costs only itself.
   uint64_t guessed_current = 0;
   const bool cframe_guess = f.cframe_current && guess.cframe != 0;
-  if (cframe_guess) r[n++] = {guess.cframe + *f.cframe_current, &guessed_current, 8};
+  if (cframe_guess) r[n++] = field_region(guess.cframe, *f.cframe_current, &guessed_current);
   Window guessed{};
   if (guess.frame != 0 && (guess.frame & 7) == 0 && f.read_size <= kMaxFrameRead) {
     guessed.base = guess.frame & ~uint64_t{kPage - 1};
@@ -88,7 +88,7 @@ bool StackWalker::current_frame(uint64_t tstate, uint64_t* frame, std::span<cons
     cframe_ = p;
     if (cframe_guess && p == guess.cframe && got > needed) {
       p = guessed_current;  // read with the thread's _PyCFrame pointer, which still names that _PyCFrame
-    } else if (!objects_.read_one(p + *f.cframe_current, &p, 8)) {
+    } else if (!objects_.read_one(p + f.cframe_current->off, &p, 8)) {
       return false;
     }
   }
@@ -135,10 +135,9 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
     if (bytes == nullptr) return WalkResult::kTorn;
     const RemoteBytes buf(bytes, f.read_size);
     ++out->frames_read;
-    if (f.refcount && load<int64_t>(buf, *f.refcount) <= 0)
-      return WalkResult::kTorn;  // a frame kept for reuse
-    const uint64_t previous = load<uint64_t>(buf, f.previous);
-    if (f.owner && load<uint8_t>(buf, *f.owner) >= f.first_skipped_owner) {
+    if (f.refcount && load(buf, *f.refcount) <= 0) return WalkResult::kTorn;  // a frame kept for reuse
+    const uint64_t previous = load(buf, f.previous);
+    if (f.owner && load(buf, *f.owner) >= f.first_skipped_owner) {
       frame = previous;  // a C-stack shim or the interpreter's sentinel: not Python code
       continue;
     }
@@ -149,8 +148,8 @@ WalkResult StackWalker::walk_from(uint64_t tstate, uint64_t frame, int64_t deadl
     frame_addrs_[n] = frame;
     frame_window_[n] = static_cast<int8_t>(window);
     links_[2 * n] = previous;
-    links_[2 * n + 1] = load<uint64_t>(buf, f.code);
-    code_addrs_[n] = load<uint64_t>(buf, f.code) & f.code_pointer_mask;
+    links_[2 * n + 1] = load(buf, f.code);
+    code_addrs_[n] = load(buf, f.code) & f.code_pointer_mask;
     instrs_[n] = f.kind == layouts::FrameLayout::Kind::kFrameObject
                      ? load<int32_t>(buf, f.instr)
                      : static_cast<int64_t>(load<uint64_t>(buf, f.instr));
@@ -215,13 +214,13 @@ WalkResult StackWalker::check_chain(uint64_t tstate, uint64_t first_frame, size_
   }
   for (size_t i = 0; i < n; ++i) {
     if (frame_window_[i] >= 0) continue;
-    regions_[regions++] = {frame_addrs_[i] + f.previous, &recheck_[2 * i], 8};
-    regions_[regions++] = {frame_addrs_[i] + f.code, &recheck_[2 * i + 1], 8};
-    if (f.refcount) regions_[regions++] = {frame_addrs_[i] + *f.refcount, &refs_again_[i], 8};
+    regions_[regions++] = field_region(frame_addrs_[i], f.previous, &recheck_[2 * i]);
+    regions_[regions++] = field_region(frame_addrs_[i], f.code, &recheck_[2 * i + 1]);
+    if (f.refcount) regions_[regions++] = field_region(frame_addrs_[i], *f.refcount, &refs_again_[i]);
   }
   const bool through_cframe = f.cframe_current && cframe_ != 0;
-  regions_[regions++] = {tstate + f.tstate_frame, through_cframe ? &cframe_again_ : &frame_again_, 8};
-  if (through_cframe) regions_[regions++] = {cframe_ + *f.cframe_current, &frame_again_, 8};
+  regions_[regions++] = field_region(tstate, f.tstate_frame, through_cframe ? &cframe_again_ : &frame_again_);
+  if (through_cframe) regions_[regions++] = field_region(cframe_, *f.cframe_current, &frame_again_);
   for (const ReadRegion& r : after) regions_[regions++] = r;
   const size_t before_codes = regions;
   regions += codes_.revalidate_regions({code_addrs_.data(), n},
@@ -237,9 +236,9 @@ WalkResult StackWalker::check_chain(uint64_t tstate, uint64_t first_frame, size_
       const size_t w = static_cast<size_t>(frame_window_[i]);
       const RemoteBytes again(recheck_bytes_.data() + w * kWindowBytes + (frame_addrs_[i] - windows_[w].base),
                               f.read_size);
-      recheck_[2 * i] = load<uint64_t>(again, f.previous);
-      recheck_[2 * i + 1] = load<uint64_t>(again, f.code);
-      if (f.refcount) refs_again_[i] = load<int64_t>(again, *f.refcount);
+      recheck_[2 * i] = load(again, f.previous);
+      recheck_[2 * i + 1] = load(again, f.code);
+      if (f.refcount) refs_again_[i] = load(again, *f.refcount);
     }
     if (recheck_[2 * i] != links_[2 * i] || recheck_[2 * i + 1] != links_[2 * i + 1])
       return WalkResult::kTorn;

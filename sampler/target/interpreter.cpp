@@ -87,10 +87,9 @@ GilSample first_gil_of(MemoryReader& reader, const Interpreter& in) {
 // The first thread state must point back at this interpreter.
 void expect_thread_state_points_back(MemoryReader& reader, const Interpreter& in) {
   const auto& l = in.layout;
-  const auto tstate =
-      reader.read_value<uint64_t>(in.interp_addr + l.interp.threads_head, "the thread list head");
+  const auto tstate = reader.read_field(in.interp_addr, l.interp.threads_head, "the thread list head");
   if (tstate == 0) throw Error(ErrorKind::kNotReady, "the interpreter has no thread state yet");
-  const auto back = reader.read_value<uint64_t>(tstate + l.tstate.interp, "a thread state's interp pointer");
+  const auto back = reader.read_field(tstate, l.tstate.interp, "a thread state's interp pointer");
   if (back != in.interp_addr) {
     throw Error(ErrorKind::kLayoutMismatch, "a thread state of Python " + in.binary.version.text() +
                                                 " does not point back at its interpreter; refusing to guess");
@@ -116,10 +115,10 @@ Interpreter attach_interpreter(pid_t pid, MemoryReader& reader, const elf::Pytho
   in.layout.gil.cond_wrefs_shift = glibc.cond_wrefs_shift;
   const auto& l = in.layout;
 
-  in.interp_addr = reader.read_value<uint64_t>(binary.runtime_addr + l.runtime.interpreters_head,
-                                               "_PyRuntime.interpreters.head");
+  in.interp_addr =
+      reader.read_field(binary.runtime_addr, l.runtime.interpreters_head, "_PyRuntime.interpreters.head");
   if (in.interp_addr == 0) throw Error(ErrorKind::kNotReady, "the interpreter is not initialised yet");
-  in.interp_id = reader.read_value<int64_t>(in.interp_addr + l.interp.id, "the interpreter's id");
+  in.interp_id = reader.read_field(in.interp_addr, l.interp.id, "the interpreter's id");
   in.gil_addr = locate_gil(reader, l, binary.runtime_addr, in.interp_addr);
   in.first_gil = first_gil_of(reader, in);
   expect_thread_state_points_back(reader, in);

@@ -25,10 +25,15 @@ bool task_exists(pid_t pid, int32_t tid) {
 ThreadWalker::ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t interp_addr)
     : pid_(pid), layout_(layout), interp_addr_(interp_addr), ns_(pid) {
   const auto& ts = layout_.tstate;
-  const uint32_t offs[] = {ts.prev, ts.next, ts.interp, ts.thread_id,
-                           ts.native_thread_id.value_or(ts.thread_id)};
-  span_start_ = *std::min_element(std::begin(offs), std::end(offs));
-  span_size_ = *std::max_element(std::begin(offs), std::end(offs)) + 8 - span_start_;
+  const Field<uint64_t> fields[] = {ts.prev, ts.next, ts.interp, ts.thread_id,
+                                    ts.native_thread_id.value_or(ts.thread_id)};
+  span_start_ = UINT32_MAX;
+  uint32_t span_end = 0;
+  for (const auto& f : fields) {
+    span_start_ = std::min(span_start_, f.off);
+    span_end = std::max(span_end, f.end());
+  }
+  span_size_ = span_end - span_start_;
   if (span_size_ > kNodeSpan) {
     throw Error(ErrorKind::kLayoutMismatch, "thread state fields span " + std::to_string(span_size_) +
                                                 " bytes, more than " + std::to_string(kNodeSpan) +
@@ -37,7 +42,7 @@ ThreadWalker::ThreadWalker(pid_t pid, const layouts::Layout& layout, uint64_t in
 }
 
 uint64_t ThreadWalker::identity_addr(const ThreadRef& t) const {
-  return t.tstate + layout_.tstate.native_thread_id.value_or(layout_.tstate.thread_id);
+  return t.tstate + layout_.tstate.native_thread_id.value_or(layout_.tstate.thread_id).off;
 }
 
 uint64_t ThreadWalker::identity_value(const ThreadRef& t) const {
@@ -120,7 +125,7 @@ size_t ThreadWalker::step_walk(MemoryReader& reader, std::span<ThreadRef> out, b
                                bool* complete) {
   const auto& ts = layout_.tstate;
   uint64_t tstate = 0;
-  const ReadRegion head{interp_addr_ + layout_.interp.threads_head, &tstate, sizeof tstate};
+  const ReadRegion head = field_region(interp_addr_, layout_.interp.threads_head, &tstate);
   if (reader.read({&head, 1}) != 1) return 0;
 
   size_t count = 0;
@@ -139,11 +144,10 @@ size_t ThreadWalker::step_walk(MemoryReader& reader, std::span<ThreadRef> out, b
       tstate = 1;  // not the end of the list: the walk is incomplete
       break;
     }
-    FieldReader fields(RemoteBytes(node.data(), span_size_));
-    auto field = [&](uint32_t off) { return fields.get<uint64_t>(size_t{off} - span_start_); };
-    const uint64_t prev = field(ts.prev), next = field(ts.next), interp = field(ts.interp);
-    const uint64_t thread_id = field(ts.thread_id),
-                   native = field(ts.native_thread_id.value_or(ts.thread_id));
+    FieldReader fields(RemoteBytes(node.data(), span_size_), span_start_);
+    const uint64_t prev = fields.get(ts.prev), next = fields.get(ts.next), interp = fields.get(ts.interp);
+    const uint64_t thread_id = fields.get(ts.thread_id),
+                   native = fields.get(ts.native_thread_id.value_or(ts.thread_id));
     if (!fields.complete()) {  // the layout's fields outside the span read: never decided from
       tstate = 1;
       break;
@@ -172,7 +176,7 @@ size_t ThreadWalker::batch_walk(MemoryReader& reader, std::span<ThreadRef> out) 
   const bool with_tids = !ts.native_thread_id;
   uint64_t head = 0;
   size_t k = 0;
-  batch_regions_[k++] = {interp_addr_ + layout_.interp.threads_head, &head, sizeof head};
+  batch_regions_[k++] = field_region(interp_addr_, layout_.interp.threads_head, &head);
   for (size_t i = 0; i < n; ++i) {
     batch_regions_[k++] = {last_[i].tstate + span_start_, batch_nodes_.data() + i * kNodeSpan, span_size_};
   }
@@ -184,22 +188,22 @@ size_t ThreadWalker::batch_walk(MemoryReader& reader, std::span<ThreadRef> out) 
   if (reader.read({batch_regions_.data(), k}) != k || head != last_[0].tstate) return SIZE_MAX;
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* node = batch_nodes_.data() + i * kNodeSpan;
-    FieldReader fields(RemoteBytes(node, span_size_));
-    auto field = [&](uint32_t off) { return fields.get<uint64_t>(size_t{off} - span_start_); };
+    FieldReader fields(RemoteBytes(node, span_size_), span_start_);
     const uint64_t want_prev = i == 0 ? 0 : last_[i - 1].tstate;
     const uint64_t want_next = i + 1 < n ? last_[i + 1].tstate : 0;
-    if (field(ts.interp) != interp_addr_ || field(ts.prev) != want_prev || field(ts.next) != want_next) {
+    if (fields.get(ts.interp) != interp_addr_ || fields.get(ts.prev) != want_prev ||
+        fields.get(ts.next) != want_next) {
       return SIZE_MAX;
     }
     ThreadRef& t = out[i];
     t.tstate = last_[i].tstate;
-    t.pthread_id = field(ts.thread_id);
+    t.pthread_id = fields.get(ts.thread_id);
     if (with_tids) {
       // Before 3.11 the TID word lies in struct pthread: valid only while thread_id still names it.
       if (t.pthread_id != last_[i].pthread_id) return SIZE_MAX;
       t.tid = batch_tids_[i];
     } else {
-      t.tid = static_cast<int32_t>(field(*ts.native_thread_id));
+      t.tid = static_cast<int32_t>(fields.get(*ts.native_thread_id));
     }
     if (!fields.complete()) return SIZE_MAX;
     last_[i].tid = t.tid;  // a thread state set up for a new thread gets its TID later

@@ -3,6 +3,7 @@
 // reads them through the same interface as a live process.
 #include <cstring>
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #include "base/address_range.hpp"
@@ -18,6 +19,11 @@ class FakeMemoryReader final : public MemoryReader {
   template <class T>
   void put(uint64_t addr, const T& value) {
     write(addr, &value, sizeof value);
+  }
+  // Field `f` of the structure at `base`, written at the field's own type.
+  template <class T>
+  void put(uint64_t base, Field<T> f, const std::type_identity_t<T>& value) {
+    put<T>(base + f.off, value);
   }
   void write(uint64_t addr, const void* data, size_t len) { std::memcpy(locate(addr, len), data, len); }
   void unmap(uint64_t addr) { segments_.erase(addr); }

@@ -44,18 +44,22 @@ class FakePython {
   void put(uint64_t at, T v) {
     mem.put(at, v);
   }
+  template <class T>
+  void put(uint64_t base, Field<T> f, std::type_identity_t<T> v) {
+    mem.put(base, f, v);
+  }
 
   // A type object: tp_name, tp_flags, and (for a class) basicsize, dictoffset, cached keys.
   uint64_t type(const std::string& name, uint64_t flags, int64_t basicsize = 16, int64_t dictoffset = 0,
                 uint64_t cached_keys = 0) {
-    const uint64_t t = alloc(l.object.ht_cached_keys + 8);
+    const uint64_t t = alloc(l.object.ht_cached_keys.end());
     const uint64_t n = alloc(name.size() + 16);
     mem.write(n, name.c_str(), name.size() + 1);
-    put<uint64_t>(t + l.object.tp_name, n);
-    put<uint64_t>(t + l.object.tp_flags, flags);
-    put<int64_t>(t + l.object.tp_basicsize, basicsize);
-    put<int64_t>(t + l.object.tp_dictoffset, dictoffset);
-    put<uint64_t>(t + l.object.ht_cached_keys, cached_keys);
+    put(t, l.object.tp_name, n);
+    put(t, l.object.tp_flags, flags);
+    put(t, l.object.tp_basicsize, basicsize);
+    put(t, l.object.tp_dictoffset, dictoffset);
+    put(t, l.object.ht_cached_keys, cached_keys);
     return t;
   }
   static constexpr uint64_t kHeapType = uint64_t{1} << 9;
@@ -68,12 +72,12 @@ class FakePython {
     const bool ascii = max < 0x80;
     const uint32_t data = ascii ? l.unicode.ascii_data : l.unicode.compact_data;
     const uint64_t o = alloc(data + (s.size() + 1) * static_cast<size_t>(kind));
-    put<uint64_t>(o + l.object.ob_type, str_type);
-    put<int64_t>(o + l.unicode.length, static_cast<int64_t>(s.size()));
+    put(o, l.object.ob_type, str_type);
+    put(o, l.unicode.length, static_cast<int64_t>(s.size()));
     // Garbage in the upper bits of the state word: only its low byte is the state.
     const uint32_t state = 0xABCD0000u | (static_cast<uint32_t>(kind) << l.unicode.kind_shift) |
                            (1u << l.unicode.compact_bit) | (ascii ? 1u << l.unicode.ascii_bit : 0u);
-    put<uint32_t>(o + l.unicode.state, state);
+    put(o, l.unicode.state, state);
     for (size_t i = 0; i < s.size(); ++i) {
       const uint32_t c = s[i];
       mem.write(o + data + i * static_cast<size_t>(kind), &c, static_cast<size_t>(kind));
@@ -84,20 +88,20 @@ class FakePython {
 
   uint64_t bytes(const std::vector<uint8_t>& b) {
     const uint64_t o = alloc(l.bytes.data + b.size() + 1);
-    put<uint64_t>(o + l.object.ob_type, bytes_type);
-    put<int64_t>(o + l.bytes.size, static_cast<int64_t>(b.size()));
+    put(o, l.object.ob_type, bytes_type);
+    put(o, l.bytes.size, static_cast<int64_t>(b.size()));
     if (!b.empty()) mem.write(o + l.bytes.data, b.data(), b.size());
     return o;
   }
 
   uint64_t integer(uint64_t v) {
     const uint64_t o = alloc(l.long_int.digits + 16);
-    put<uint64_t>(o + l.object.ob_type, int_type);
+    put(o, l.object.ob_type, int_type);
     std::vector<uint32_t> digits;
     for (uint64_t x = v; x != 0; x >>= l.long_int.digit_bits)
       digits.push_back(static_cast<uint32_t>(x & ((1u << l.long_int.digit_bits) - 1)));
     const auto n = static_cast<int64_t>(digits.size());
-    put<int64_t>(o + l.long_int.size_or_tag, l.long_int.tagged ? (n == 0 ? 1 : n << 3) : n);
+    put(o, l.long_int.size_or_tag, l.long_int.tagged ? (n == 0 ? 1 : n << 3) : n);
     for (size_t i = 0; i < digits.size(); ++i) put<uint32_t>(o + l.long_int.digits + 4 * i, digits[i]);
     return o;
   }
@@ -116,13 +120,13 @@ class FakePython {
     if (d.log2_keys) {
       uint8_t log2 = 0;
       while ((size_t{1} << log2) < size) ++log2;
-      put<uint8_t>(k + d.dk_log2_size, log2);
-      put<uint8_t>(k + d.dk_log2_index_bytes, log2);  // 1-byte indices: log2(index bytes) == log2(size)
-      put<uint8_t>(k + d.dk_kind, split ? 2 : unicode ? 1 : 0);
+      put(k, d.dk_log2_size, log2);
+      put(k, d.dk_log2_index_bytes, log2);  // 1-byte indices: log2(index bytes) == log2(size)
+      put(k, d.dk_kind, split ? 2 : unicode ? 1 : 0);
     } else {
-      put<int64_t>(k + d.dk_size, static_cast<int64_t>(size));
+      put(k, d.dk_size, static_cast<int64_t>(size));
     }
-    put<int64_t>(k + d.dk_nentries, static_cast<int64_t>(n));
+    put(k, d.dk_nentries, static_cast<int64_t>(n));
     const uint64_t entries = k + d.dk_indices + index_bytes;
     for (size_t i = 0; i < n; ++i) {
       const uint64_t e = entries + i * esize;
@@ -144,17 +148,17 @@ class FakePython {
   }
 
   uint64_t dict(const std::vector<std::pair<uint64_t, uint64_t>>& items, bool unicode = true) {
-    const uint64_t o = alloc(l.dict.ma_values + 8);
-    put<uint64_t>(o + l.object.ob_type, dict_type);
-    put<uint64_t>(o + l.dict.ma_keys, keys(items, unicode));
-    put<uint64_t>(o + l.dict.ma_values, 0);
+    const uint64_t o = alloc(l.dict.ma_values.end());
+    put(o, l.object.ob_type, dict_type);
+    put(o, l.dict.ma_keys, keys(items, unicode));
+    put(o, l.dict.ma_values, 0);
     return o;
   }
 
   uint64_t module(uint64_t md_dict) {
     const uint64_t o = alloc(64);
-    put<uint64_t>(o + l.object.ob_type, module_type);
-    put<uint64_t>(o + l.module_dict, md_dict);
+    put(o, l.object.ob_type, module_type);
+    put(o, l.module_dict, md_dict);
     return o;
   }
 
@@ -168,7 +172,7 @@ class FakePython {
     if (a.kind == K::kDictOffset) {
       const uint64_t t = type("Thread", kHeapType, 32, 16);
       const uint64_t o = alloc(32);
-      put<uint64_t>(o + l.object.ob_type, t);
+      put(o, l.object.ob_type, t);
       put<uint64_t>(o + 16, dict(items));
       return o;
     }
@@ -179,8 +183,8 @@ class FakePython {
           type("Thread", kHeapType | a.managed_dict_flag | a.inline_values_flag, 16, -1, shared);
       const uint64_t base = alloc(prefix + 16 + 8 + 8 * items.size());
       const uint64_t o = base + prefix;
-      put<uint64_t>(o + l.object.ob_type, t);
-      put<uint8_t>(o + 16 + a.inline_valid, 1);
+      put(o, l.object.ob_type, t);
+      put(o + 16, a.inline_valid, 1);
       for (size_t i = 0; i < items.size(); ++i)
         put<uint64_t>(o + 16 + l.dict.values_items + 8 * i, items[i].second);
       return o;
@@ -188,7 +192,7 @@ class FakePython {
     const uint64_t t = type("Thread", kHeapType | a.managed_dict_flag, 16, -1, shared);
     const uint64_t base = alloc(prefix + 16);
     const uint64_t o = base + prefix;
-    put<uint64_t>(o + l.object.ob_type, t);
+    put(o, l.object.ob_type, t);
     if (a.kind == K::kValuesPointer) {
       put<uint64_t>(o - 32, values);
     } else {  // kDictOrValues: values + 1 would be odd; CPython stores values - 1
@@ -203,18 +207,17 @@ class FakePython {
     const auto& c = l.code;
     const uint64_t o =
         alloc(std::max<size_t>(c.read_size, c.code_adaptive.value_or(0)) + 2 * static_cast<size_t>(units));
-    put<uint64_t>(o + l.object.ob_type, code_type);
-    put<int32_t>(o + c.firstlineno, first_line);
-    put<uint64_t>(o + c.filename, str(file));
-    put<uint64_t>(
-        o + c.name,
+    put(o, l.object.ob_type, code_type);
+    put(o, c.firstlineno, first_line);
+    put(o, c.filename, str(file));
+    put(o, c.name,
         str(qualname.substr(qualname.rfind('.') == std::string::npos ? 0 : qualname.rfind('.') + 1)));
-    if (c.qualname) put<uint64_t>(o + *c.qualname, str(qualname));
-    put<uint64_t>(o + c.linetable, bytes(table));
+    if (c.qualname) put(o, *c.qualname, str(qualname));
+    put(o, c.linetable, bytes(table));
     if (c.code_adaptive) {
-      put<int64_t>(o + l.object.ob_size, units);
+      put(o, l.object.ob_size, units);
     } else {
-      put<uint64_t>(o + *c.co_code, bytes(std::vector<uint8_t>(static_cast<size_t>(2 * units), 0)));
+      put(o, *c.co_code, bytes(std::vector<uint8_t>(static_cast<size_t>(2 * units), 0)));
     }
     return o;
   }
@@ -228,15 +231,15 @@ class FakePython {
   uint64_t frame(uint64_t code, int64_t instr, uint64_t previous, uint8_t owner = 0) {
     const auto& f = l.frame;
     const uint64_t o = alloc(f.read_size + 16);
-    put<uint64_t>(o + f.code, code);
-    put<uint64_t>(o + f.previous, previous);
+    put(o, f.code, code);
+    put(o, f.previous, previous);
     if (f.kind == layouts::FrameLayout::Kind::kFrameObject) {
       put<int32_t>(o + f.instr, static_cast<int32_t>(instr));
     } else {
       put<uint64_t>(o + f.instr, static_cast<uint64_t>(instr));
     }
-    if (f.owner) put<uint8_t>(o + *f.owner, owner);
-    if (f.refcount) put<int64_t>(o + *f.refcount, 1);  // a live frame object
+    if (f.owner) put(o, *f.owner, owner);
+    if (f.refcount) put(o, *f.refcount, 1);  // a live frame object
     return o;
   }
 
@@ -250,14 +253,14 @@ class FakePython {
     const auto& f = l.frame;
     if (f.cframe_current) {
       uint64_t cframe = 0;
-      const sampler::ReadRegion r{ts + f.tstate_frame, &cframe, 8};
+      const auto r = sampler::field_region(ts, f.tstate_frame, &cframe);
       if (mem.read({&r, 1}) != 1 || cframe == 0) {
         cframe = alloc(32);
-        put<uint64_t>(ts + f.tstate_frame, cframe);
+        put(ts, f.tstate_frame, cframe);
       }
-      put<uint64_t>(cframe + *f.cframe_current, frame);
+      put(cframe, *f.cframe_current, frame);
     } else {
-      put<uint64_t>(ts + f.tstate_frame, frame);
+      put(ts, f.tstate_frame, frame);
     }
   }
 

@@ -50,12 +50,12 @@ struct FakeTarget {
     mem.map(kInterp, 0x1000);
     mem.map(kGil, 0x1000);
     mem.map(kTstates, 0x10000);
-    mem.put<uint64_t>(kRuntime + layout.runtime.interpreters_head, kInterp);
+    mem.put(kRuntime, layout.runtime.interpreters_head, kInterp);
     interp.pid = 1000;
     interp.layout = layout;
     interp.interp_addr = kInterp;
     interp.gil_addr = kGil;
-    mem.put<uint64_t>(kGil + layout.gil.interval.off, 5000);
+    mem.put(kGil, layout.gil.interval, 5000);
   }
   // Threads with these tids in slots 0, 1, ... linked into the list, in that order.
   explicit FakeTarget(std::vector<int32_t> live_tids) : FakeTarget() {
@@ -70,23 +70,23 @@ struct FakeTarget {
     uint64_t head = 0;
     for (auto it = live.rbegin(); it != live.rend(); ++it) {
       const uint64_t ts = tstate(*it);
-      mem.put<uint64_t>(ts + layout.tstate.next, head);
-      mem.put<uint64_t>(ts + layout.tstate.interp, kInterp);
-      mem.put<uint64_t>(ts + layout.tstate.thread_id, 0x7f0000 + *it);
-      mem.put<uint64_t>(ts + *layout.tstate.native_thread_id, static_cast<uint64_t>(tids.at(*it)));
+      mem.put(ts, layout.tstate.next, head);
+      mem.put(ts, layout.tstate.interp, kInterp);
+      mem.put(ts, layout.tstate.thread_id, 0x7f0000 + *it);
+      mem.put(ts, *layout.tstate.native_thread_id, static_cast<uint64_t>(tids.at(*it)));
       head = ts;
     }
-    mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
+    mem.put(kInterp, layout.interp.threads_head, head);
     uint64_t prev = 0;
     for (const size_t i : live) {
-      mem.put<uint64_t>(tstate(i) + layout.tstate.prev, prev);
+      mem.put(tstate(i), layout.tstate.prev, prev);
       prev = tstate(i);
     }
   }
   void gil(int32_t locked, uint64_t holder, uint64_t switch_number, uint32_t waiters = 0) {
-    mem.put<int32_t>(kGil + layout.gil.locked.off, locked);
-    mem.put<uint64_t>(kGil + layout.gil.last_holder.off, holder);
-    mem.put<uint64_t>(kGil + layout.gil.switch_number.off, switch_number);
+    mem.put(kGil, layout.gil.locked, locked);
+    mem.put(kGil, layout.gil.last_holder, holder);
+    mem.put(kGil, layout.gil.switch_number, switch_number);
     mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs.off, waiters << 3);
   }
 };

@@ -59,6 +59,16 @@ TEST_CASE("a typed field is read at its own width, and refused where it does not
   FieldReader cut(RemoteBytes(backing.data(), 15));  // a short buffer: the word at 8 needs 16 bytes
   CHECK(cut.get(word) == 0);
   CHECK_FALSE(cut.complete());
+  // A read that began 4 bytes into the structure: fields keep their offsets from its start, and one that
+  // begins before the bytes read is refused, not read from before the buffer.
+  FieldReader tail(RemoteBytes(backing.data() + 4, 12), 4);
+  CHECK(tail.get(word) == 0x0f0e0d0c0b0a0908ull);
+  CHECK(tail.complete());
+  CHECK(tail.get(small) == 0x07060504);
+  CHECK(tail.complete());
+  const gilspy::Field<uint32_t> head = 0;
+  CHECK(tail.get(head) == 0);
+  CHECK_FALSE(tail.complete());
 }
 
 TEST_CASE("the GIL and GC decoders refuse a buffer shorter than their layout") {

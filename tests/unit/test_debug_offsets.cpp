@@ -107,22 +107,22 @@ constexpr uint64_t kGil3_13 = 7752;  // offsetof(PyInterpreterState, _gil) in py
 Blob blob_3_13_from_table() {
   const auto& t = gl::layout_for(gilspy::elf::version_from_hex(kV3_13_0));
   Blob b(kV3_13_0);
-  b.put(p13::interpreters_head, t.runtime.interpreters_head);
-  b.put(p13::interp_id, t.interp.id);
-  b.put(p13::interp_next, t.interp.next);
-  b.put(p13::interp_threads_head, t.interp.threads_head);
+  b.put(p13::interpreters_head, t.runtime.interpreters_head.off);
+  b.put(p13::interp_id, t.interp.id.off);
+  b.put(p13::interp_next, t.interp.next.off);
+  b.put(p13::interp_threads_head, t.interp.threads_head.off);
   b.put(p13::interp_gc, t.gc.offset);
   b.put(p13::interp_ceval_gil, t.gil_offset);
   b.put(p13::interp_gil, kGil3_13);
   b.put(p13::interp_gil_locked, kGil3_13 + t.gil.locked.off);
   b.put(p13::interp_gil_holder, kGil3_13 + t.gil.last_holder.off);
-  b.put(p13::tstate_prev, t.tstate.prev);
-  b.put(p13::tstate_next, t.tstate.next);
-  b.put(p13::tstate_interp, t.tstate.interp);
-  b.put(p13::tstate_thread_id, t.tstate.thread_id);
-  b.put(p13::tstate_native_thread_id, *t.tstate.native_thread_id);
+  b.put(p13::tstate_prev, t.tstate.prev.off);
+  b.put(p13::tstate_next, t.tstate.next.off);
+  b.put(p13::tstate_interp, t.tstate.interp.off);
+  b.put(p13::tstate_thread_id, t.tstate.thread_id.off);
+  b.put(p13::tstate_native_thread_id, (*t.tstate.native_thread_id).off);
   b.put(p13::gc_size, 240);
-  b.put(p13::gc_collecting, t.gc.collecting);
+  b.put(p13::gc_collecting, t.gc.collecting.off);
   return b;
 }
 
@@ -198,10 +198,10 @@ TEST_CASE("3.14 layout built from the debug offsets") {
   CHECK(l.gc.home == gl::GcHome::kInterp);
   CHECK(l.gc.offset == v.gc);
   CHECK(l.gc.known);
-  CHECK(l.gc.collecting == v.collecting);
+  CHECK(l.gc.collecting.off == v.collecting);
   // 3.14.0: the incremental collector (young, old[2]; counts by visited_space).
   CHECK(l.gc.incremental);
-  CHECK(l.gc.visited_space == 232);
+  CHECK(l.gc.visited_space.off == 232);
   CHECK(l.gc.stats == 120);
   CHECK(l.gc.stats_home == gl::GcStatsHome::kInline);
 }

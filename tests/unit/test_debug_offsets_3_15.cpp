@@ -167,13 +167,13 @@ TEST_CASE("3.15 layout: threads from the block, holds_gil an int, GC statistics 
   // The GC state: generation stats behind a pointer, ring buffers (gc_layouts.cpp).
   CHECK(l.gc.known);
   CHECK(l.gc.offset == v.gc);
-  CHECK(l.gc.enabled == 0);
+  CHECK(l.gc.enabled.off == 0);
   CHECK(l.gc.generations == 8);
-  CHECK(l.gc.collecting == v.collecting);
+  CHECK(l.gc.collecting.off == v.collecting);
   CHECK(l.gc.stats_home == gl::GcStatsHome::kRing);
   CHECK(l.gc.stats == v.generation_stats);
-  CHECK(l.gc.ring_index[0] == 704);
-  CHECK(l.gc.ring_index[2] == 1104);
+  CHECK(l.gc.ring_index[0].off == 704);
+  CHECK(l.gc.ring_index[2].off == 1104);
   CHECK(l.gc.ring_size <= v.generation_stats_size);
   CHECK_FALSE(l.gc.incremental);
 }

@@ -51,37 +51,32 @@ struct GcTarget : FakeTarget {
     set_threads({0, 1});
     gil(1, tstate(0), 1);
     for (int g = 0; g < 3; ++g) {
-      mem.put<int32_t>(
-          gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_threshold),
-          g == 0 ? 700 : 10);
+      mem.put(generation(g), layout.gc.generation_threshold, g == 0 ? 700 : 10);
     }
     enabled(true);
   }
   uint64_t gc(uint32_t off) const { return interp.gc_addr + off; }
+  uint64_t generation(int g) const { return gc(layout.gc.generations + g * layout.gc.generation_stride); }
+  uint64_t stats_entry(int g) const { return gc(layout.gc.stats + g * layout.gc.stats_stride); }
   void waiters(uint32_t n) {
     mem.put<uint32_t>(kGil + layout.gil.cond + layouts::kGlibc.cond_wrefs.off, n << 3);
   }
-  void enabled(bool on) { mem.put<int32_t>(gc(layout.gc.enabled), on ? 1 : 0); }
-  void collecting(bool on) { mem.put<int32_t>(gc(layout.gc.collecting), on ? 1 : 0); }
-  void count(int g, int32_t n) {
-    mem.put<int32_t>(gc(layout.gc.generations + g * layout.gc.generation_stride + layout.gc.generation_count),
-                     n);
-  }
+  void enabled(bool on) { mem.put(interp.gc_addr, layout.gc.enabled, on ? 1 : 0); }
+  void collecting(bool on) { mem.put(interp.gc_addr, layout.gc.collecting, on ? 1 : 0); }
+  void count(int g, int32_t n) { mem.put(generation(g), layout.gc.generation_count, n); }
   // `n` collections of generation g ended, freeing `freed` objects in all.
   void collected_now(int g, int64_t n, int64_t freed) {
     collections[g] += n;
     collected[g] += freed;
-    mem.put<int64_t>(gc(layout.gc.stats + g * layout.gc.stats_stride + layout.gc.stats_collections),
-                     collections[g]);
-    mem.put<int64_t>(gc(layout.gc.stats + g * layout.gc.stats_stride + layout.gc.stats_collected),
-                     collected[g]);
+    mem.put(stats_entry(g), layout.gc.stats_collections, collections[g]);
+    mem.put(stats_entry(g), layout.gc.stats_collected, collected[g]);
   }
 };
 
 // Thread 100 + `thread` (0 or 1) takes the GIL, the `switches`-th hand-off; the other one waits in take_gil.
 void hand_gil(GcTarget& t, ScriptedTasks& tasks, uint64_t switches, int thread) {
-  t.mem.put<uint64_t>(kGil + t.layout.gil.last_holder.off, kTstates + static_cast<uint64_t>(thread) * 0x1000);
-  t.mem.put<uint64_t>(kGil + t.layout.gil.switch_number.off, switches);
+  t.mem.put(kGil, t.layout.gil.last_holder, kTstates + static_cast<uint64_t>(thread) * 0x1000);
+  t.mem.put(kGil, t.layout.gil.switch_number, switches);
   tasks.state[100 + thread] = TaskState::kOtherSyscall;
   tasks.state[101 - thread] = TaskState::kGilCond;
 }
@@ -206,8 +201,7 @@ TEST_CASE("gc tracker: a counter read lower than before (a ring entry from a lap
   ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
   t.collected_now(0, 40, 400);
   s.poll(1000);
-  const uint64_t at = t.gc(t.layout.gc.stats + t.layout.gc.stats_collections);
-  t.mem.put<int64_t>(at, 30);  // the stale entry: 10 collections ago
+  t.mem.put(t.stats_entry(0), t.layout.gc.stats_collections, 30);  // the stale entry: 10 collections ago
   s.poll(2000);
   t.collected_now(0, 1, 3);  // the real entry, one collection on
   s.poll(3000);
@@ -402,7 +396,7 @@ TEST_CASE(
     s.poll(1000);
     CHECK(s.gc().why_off().find("free-threaded") != std::string::npos);
   }
-  t.mem.put<int32_t>(t.gc(t.layout.gc.enabled), 12345);
+  t.mem.put(t.interp.gc_addr, t.layout.gc.enabled, 12345);
   {
     ProcessSampler s(t.interp, t.mem, tasks, q, 0, kEveryPoll);
     s.poll(1000);

@@ -201,21 +201,25 @@ void check_layout(const Layout& l, const Install& install) {
   }
 
   // The runtime and the interpreter list.
-  expect(v, "runtime.interpreters_head", l.runtime.interpreters_head,
-         d.offset_of("_PyRuntimeState", "interpreters.head"));
-  expect(v, "interp.next", l.interp.next, d.offset_of("PyInterpreterState", "next"));
-  expect(v, "interp.id", l.interp.id, d.offset_of("PyInterpreterState", "id"));
+  expect_field(v, "runtime.interpreters_head", l.runtime.interpreters_head, d, "_PyRuntimeState",
+               "interpreters.head");
+  expect_field(v, "interp.next", l.interp.next, d, "PyInterpreterState", "next");
+  expect_field(v, "interp.id", l.interp.id, d, "PyInterpreterState", "id");
   const char* threads_head = l.minor <= 10 ? "tstate_head" : "threads.head";
-  expect(v, std::string("interp.threads_head (") + threads_head + ")", l.interp.threads_head,
-         d.offset_of("PyInterpreterState", threads_head));
+  expect_field(v, std::string("interp.threads_head (") + threads_head + ")", l.interp.threads_head, d,
+               "PyInterpreterState", threads_head);
 
   // Thread states.
-  expect(v, "tstate.prev", l.tstate.prev, d.offset_of("PyThreadState", "prev"));
-  expect(v, "tstate.next", l.tstate.next, d.offset_of("PyThreadState", "next"));
-  expect(v, "tstate.interp", l.tstate.interp, d.offset_of("PyThreadState", "interp"));
-  expect(v, "tstate.thread_id", l.tstate.thread_id, d.offset_of("PyThreadState", "thread_id"));
+  expect_field(v, "tstate.prev", l.tstate.prev, d, "PyThreadState", "prev");
+  expect_field(v, "tstate.next", l.tstate.next, d, "PyThreadState", "next");
+  expect_field(v, "tstate.interp", l.tstate.interp, d, "PyThreadState", "interp");
+  expect_field(v, "tstate.thread_id", l.tstate.thread_id, d, "PyThreadState", "thread_id");
   expect(v, "tstate.native_thread_id", opt(l.tstate.native_thread_id),
          d.offset_of("PyThreadState", "native_thread_id"));
+  if (l.tstate.native_thread_id) {
+    expect_field(v, "tstate.native_thread_id", *l.tstate.native_thread_id, d, "PyThreadState",
+                 "native_thread_id");
+  }
   // holds_gil: a bit of the `_status` bit fields in 3.13. offset_of gives the byte holding the bit; the bit
   // index comes from DW_AT_data_bit_offset.
   expect(v, "tstate.holds_gil (_status.holds_gil, byte)", opt(l.tstate.holds_gil),
@@ -242,28 +246,28 @@ void check_layout(const Layout& l, const Install& install) {
     expect(v, "gc.offset (PyInterpreterState.gc)", l.gc.offset, d.offset_of("PyInterpreterState", "gc"));
   }
   const char* gc = "_gc_runtime_state";
-  expect(v, "gc.enabled", l.gc.enabled, d.offset_of(gc, "enabled"));
+  expect_field(v, "gc.enabled", l.gc.enabled, d, gc, "enabled");
   expect(v, "gc.generations", l.gc.generations, d.offset_of(gc, "generations"));
   expect(v, "gc.stats (generation_stats)", l.gc.stats, d.offset_of(gc, "generation_stats"));
-  expect(v, "gc.collecting", l.gc.collecting, d.offset_of(gc, "collecting"));
+  expect_field(v, "gc.collecting", l.gc.collecting, d, gc, "collecting");
   expect(v, "gc.generation_stride (sizeof struct gc_generation)", l.gc.generation_stride,
          d.size_of("gc_generation"));
-  expect(v, "gc.generation_threshold", l.gc.generation_threshold, d.offset_of("gc_generation", "threshold"));
-  expect(v, "gc.generation_count", l.gc.generation_count, d.offset_of("gc_generation", "count"));
+  expect_field(v, "gc.generation_threshold", l.gc.generation_threshold, d, "gc_generation", "threshold");
+  expect_field(v, "gc.generation_count", l.gc.generation_count, d, "gc_generation", "count");
   expect(v, "gc.stats_stride (sizeof struct gc_generation_stats)", l.gc.stats_stride,
          d.size_of("gc_generation_stats"));
-  expect(v, "gc.stats_collections", l.gc.stats_collections,
-         d.offset_of("gc_generation_stats", "collections"));
-  expect(v, "gc.stats_collected", l.gc.stats_collected, d.offset_of("gc_generation_stats", "collected"));
-  expect(v, "gc.stats_uncollectable", l.gc.stats_uncollectable,
-         d.offset_of("gc_generation_stats", "uncollectable"));
+  expect_field(v, "gc.stats_collections", l.gc.stats_collections, d, "gc_generation_stats", "collections");
+  expect_field(v, "gc.stats_collected", l.gc.stats_collected, d, "gc_generation_stats", "collected");
+  expect_field(v, "gc.stats_uncollectable", l.gc.stats_uncollectable, d, "gc_generation_stats",
+               "uncollectable");
   CHECK_FALSE(l.gc.incremental);
   CHECK(l.gc.stats_home == gilspy::layouts::GcStatsHome::kInline);
   // generations[generations_count] is followed by `generation0`; generation_stats[] ends before `collecting`.
   expect(v, "gc.generations_count (generation0 follows generations[])",
          l.gc.generations + static_cast<uint64_t>(l.gc.generations_count) * l.gc.generation_stride,
          d.offset_of(gc, "generation0"));
-  CHECK(l.gc.stats + static_cast<uint64_t>(l.gc.generations_count) * l.gc.stats_stride <= l.gc.collecting);
+  CHECK(l.gc.stats + static_cast<uint64_t>(l.gc.generations_count) * l.gc.stats_stride <=
+        l.gc.collecting.off);
 }
 
 // The newest installed pyenv libpython with a table, for the DwarfTypes tests.

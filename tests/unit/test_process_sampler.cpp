@@ -686,7 +686,7 @@ TEST_CASE("sampler: a walk cut short by a thread exiting under it ends no thread
   s.poll(1000);
   CHECK(s.thread_count() == 3);
   // Thread 101 is being freed while we walk: its interp pointer is garbage, the walk stops there.
-  t.mem.put<uint64_t>(FakeTarget::tstate(1) + t.layout.tstate.interp, 0xdeadbeef);
+  t.mem.put(FakeTarget::tstate(1), t.layout.tstate.interp, 0xdeadbeef);
   s.poll(3000);
   CHECK(s.thread_count() == 3);
   // Once the list is consistent again (101 unlinked), 101 ends and the main thread stays.
@@ -773,8 +773,8 @@ TEST_CASE(
   s.poll(1000);
   CHECK(s.thread_count() == 2);
   t.set_threads({2, 1, 0});
-  t.mem.put<uint64_t>(FakeTarget::tstate(2) + t.layout.tstate.thread_id, 0x7f0000);  // the creator's too
-  t.mem.put<uint64_t>(FakeTarget::tstate(1) + t.layout.tstate.interp, 0xdeadbeef);   // the walk stops here
+  t.mem.put(FakeTarget::tstate(2), t.layout.tstate.thread_id, 0x7f0000);  // the creator's too
+  t.mem.put(FakeTarget::tstate(1), t.layout.tstate.interp, 0xdeadbeef);   // the walk stops here
   s.poll(3000);
   CHECK(s.thread_count() == 2);
   // The list consistent again, the new thread running under its own tid (102): it is announced, once.
@@ -884,13 +884,13 @@ TEST_CASE("walker: before 3.11, one forged thread_id loses that thread, not ever
     const uint64_t ts = kTstates + i * 0x1000;
     const uint64_t pthread = i < 2 ? kPthreads + i * 0x1000 : forged;
     if (i < 2) mem.put<int32_t>(pthread + layouts::kGlibc.pthread_tid, tids[i]);
-    mem.put<uint64_t>(ts + layout.tstate.next, head);
-    mem.put<uint64_t>(ts + layout.tstate.interp, kInterp);
-    mem.put<uint64_t>(ts + layout.tstate.thread_id, pthread);
-    mem.put<uint64_t>(ts + layout.tstate.prev, i > 0 ? ts - 0x1000 : 0);
+    mem.put(ts, layout.tstate.next, head);
+    mem.put(ts, layout.tstate.interp, kInterp);
+    mem.put(ts, layout.tstate.thread_id, pthread);
+    mem.put(ts, layout.tstate.prev, i > 0 ? ts - 0x1000 : 0);
     head = ts;
   }
-  mem.put<uint64_t>(kInterp + layout.interp.threads_head, head);
+  mem.put(kInterp, layout.interp.threads_head, head);
   ThreadWalker w(::getpid(), layout, kInterp);
   std::vector<ThreadRef> out(8);
   const size_t n = w.walk(mem, out);

@@ -39,6 +39,25 @@ std::optional<uint64_t> opt(std::optional<uint32_t> v) {
   return v ? std::optional<uint64_t>(*v) : std::nullopt;
 }
 
+// A typed field: where it lies and how wide it is, both against the DWARF.
+template <class T>
+void expect_field(const std::string& version, const std::string& field, gilspy::Field<T> table,
+                  const DwarfTypes& d, std::string_view type, std::string_view member) {
+  expect(version, field, table.off, d.offset_of(type, member));
+  expect(version, field + " width", sizeof(T), d.member_size(type, member));
+}
+
+// A typed field some versions lack: absent in both, or present in both at the same place and width.
+template <class T>
+void expect_opt_field(const std::string& version, const std::string& field, const gilspy::OptField<T>& table,
+                      const DwarfTypes& d, std::string_view type, std::string_view member) {
+  if (!table) {
+    expect(version, field, std::nullopt, d.offset_of(type, member));
+    return;
+  }
+  expect_field(version, field, *table, d, type, member);
+}
+
 void check_stack_layout(const gl::StackLayout& s, int minor, const gilspy::testing::Install& install) {
   const std::string& v = install.version;
   const DwarfTypes d = DwarfTypes::open(install.libpython);
@@ -46,100 +65,106 @@ void check_stack_layout(const gl::StackLayout& s, int minor, const gilspy::testi
   // Frames.
   if (minor <= 10) {
     CHECK(s.frame.kind == gl::FrameLayout::Kind::kFrameObject);
-    expect(v, "tstate.frame", s.frame.tstate_frame, d.offset_of("PyThreadState", "frame"));
+    expect_field(v, "tstate.frame", s.frame.tstate_frame, d, "PyThreadState", "frame");
     CHECK_FALSE(s.frame.cframe_current.has_value());
-    expect(v, "frame.f_back", s.frame.previous, d.offset_of("_frame", "f_back"));
-    expect(v, "frame.f_code", s.frame.code, d.offset_of("_frame", "f_code"));
+    expect_field(v, "frame.f_back", s.frame.previous, d, "_frame", "f_back");
+    expect_field(v, "frame.f_code", s.frame.code, d, "_frame", "f_code");
     expect(v, "frame.f_lasti", s.frame.instr, d.offset_of("_frame", "f_lasti"));
+    expect(v, "frame.f_lasti width (read as an int)", 4, d.member_size("_frame", "f_lasti"));
     CHECK(s.frame.read_size >= s.frame.instr + 4);
     CHECK_FALSE(s.frame.owner.has_value());
   } else {
     CHECK(s.frame.kind == gl::FrameLayout::Kind::kInterpreterFrame);
     const char* f = "_PyInterpreterFrame";
     if (minor <= 12) {
-      expect(v, "tstate.cframe", s.frame.tstate_frame, d.offset_of("PyThreadState", "cframe"));
-      expect(v, "cframe.current_frame", opt(s.frame.cframe_current),
-             d.offset_of("_PyCFrame", "current_frame"));
+      expect_field(v, "tstate.cframe", s.frame.tstate_frame, d, "PyThreadState", "cframe");
+      expect_opt_field(v, "cframe.current_frame", s.frame.cframe_current, d, "_PyCFrame", "current_frame");
       expect(v, "frame.prev_instr", s.frame.instr, d.offset_of(f, "prev_instr"));
+      expect(v, "frame.prev_instr width (read as a pointer)", 8, d.member_size(f, "prev_instr"));
     } else {
-      expect(v, "tstate.current_frame", s.frame.tstate_frame, d.offset_of("PyThreadState", "current_frame"));
+      expect_field(v, "tstate.current_frame", s.frame.tstate_frame, d, "PyThreadState", "current_frame");
       CHECK_FALSE(s.frame.cframe_current.has_value());
       expect(v, "frame.instr_ptr", s.frame.instr, d.offset_of(f, "instr_ptr"));
+      expect(v, "frame.instr_ptr width (read as a pointer)", 8, d.member_size(f, "instr_ptr"));
     }
-    expect(v, "frame.code", s.frame.code, d.offset_of(f, minor <= 12 ? "f_code" : "f_executable"));
-    expect(v, "frame.previous", s.frame.previous, d.offset_of(f, "previous"));
-    expect(v, "frame.owner", opt(s.frame.owner), d.offset_of(f, "owner"));
+    expect_field(v, "frame.code", s.frame.code, d, f, minor <= 12 ? "f_code" : "f_executable");
+    expect_field(v, "frame.previous", s.frame.previous, d, f, "previous");
+    expect_opt_field(v, "frame.owner", s.frame.owner, d, f, "owner");
     REQUIRE(s.frame.owner.has_value());
-    CHECK(s.frame.read_size >= *s.frame.owner + 1);
+    CHECK(s.frame.read_size >= s.frame.owner->end());
     CHECK(s.frame.read_size >= s.frame.instr + 8);
     CHECK(s.frame.read_size <= d.size_of(f).value_or(0));
   }
   // Code objects.
   const char* co = "PyCodeObject";
-  expect(v, "code.co_firstlineno", s.code.firstlineno, d.offset_of(co, "co_firstlineno"));
-  expect(v, "code.co_filename", s.code.filename, d.offset_of(co, "co_filename"));
-  expect(v, "code.co_name", s.code.name, d.offset_of(co, "co_name"));
-  expect(v, "code.co_qualname", opt(s.code.qualname), d.offset_of(co, "co_qualname"));
-  expect(v, "code.line table", s.code.linetable, d.offset_of(co, minor <= 9 ? "co_lnotab" : "co_linetable"));
-  expect(v, "code.co_code", opt(s.code.co_code), minor <= 10 ? d.offset_of(co, "co_code") : std::nullopt);
+  expect_field(v, "code.co_firstlineno", s.code.firstlineno, d, co, "co_firstlineno");
+  expect_field(v, "code.co_filename", s.code.filename, d, co, "co_filename");
+  expect_field(v, "code.co_name", s.code.name, d, co, "co_name");
+  expect_opt_field(v, "code.co_qualname", s.code.qualname, d, co, "co_qualname");
+  expect_field(v, "code.line table", s.code.linetable, d, co, minor <= 9 ? "co_lnotab" : "co_linetable");
+  if (minor <= 10) {
+    expect_opt_field(v, "code.co_code", s.code.co_code, d, co, "co_code");
+  } else {
+    CHECK_FALSE(s.code.co_code.has_value());  // 3.11+ keep the instructions inside the code object
+  }
   expect(v, "code.co_code_adaptive", opt(s.code.code_adaptive), d.offset_of(co, "co_code_adaptive"));
-  CHECK(s.code.read_size >= s.code.linetable + 8);
+  CHECK(s.code.read_size >= s.code.linetable.end());
   CHECK(s.code.read_size <= d.size_of(co).value_or(0));
   // Objects and types.
-  expect(v, "ob_type", s.object.ob_type, d.offset_of("PyObject", "ob_type"));
-  expect(v, "ob_size", s.object.ob_size, d.offset_of("PyVarObject", "ob_size"));
-  expect(v, "tp_name", s.object.tp_name, d.offset_of("PyTypeObject", "tp_name"));
-  expect(v, "tp_basicsize", s.object.tp_basicsize, d.offset_of("PyTypeObject", "tp_basicsize"));
-  expect(v, "tp_flags", s.object.tp_flags, d.offset_of("PyTypeObject", "tp_flags"));
-  expect(v, "tp_dictoffset", s.object.tp_dictoffset, d.offset_of("PyTypeObject", "tp_dictoffset"));
-  expect(v, "ht_cached_keys", s.object.ht_cached_keys, d.offset_of("PyHeapTypeObject", "ht_cached_keys"));
+  expect_field(v, "ob_type", s.object.ob_type, d, "PyObject", "ob_type");
+  expect_field(v, "ob_size", s.object.ob_size, d, "PyVarObject", "ob_size");
+  expect_field(v, "tp_name", s.object.tp_name, d, "PyTypeObject", "tp_name");
+  expect_field(v, "tp_basicsize", s.object.tp_basicsize, d, "PyTypeObject", "tp_basicsize");
+  expect_field(v, "tp_flags", s.object.tp_flags, d, "PyTypeObject", "tp_flags");
+  expect_field(v, "tp_dictoffset", s.object.tp_dictoffset, d, "PyTypeObject", "tp_dictoffset");
+  expect_field(v, "ht_cached_keys", s.object.ht_cached_keys, d, "PyHeapTypeObject", "ht_cached_keys");
   if (minor >= 10) {
-    expect(v, "ht_cached_keys (sizeof(PyTypeObject) + 464)", s.object.ht_cached_keys,
+    expect(v, "ht_cached_keys (sizeof(PyTypeObject) + 464)", s.object.ht_cached_keys.off,
            d.size_of("PyTypeObject").value_or(0) + 464);
   }
   // Strings and bytes.
-  expect(v, "str.length", s.unicode.length, d.offset_of("PyASCIIObject", "length"));
-  expect(v, "str.state", s.unicode.state, d.offset_of("PyASCIIObject", "state"));
+  expect_field(v, "str.length", s.unicode.length, d, "PyASCIIObject", "length");
+  expect_field(v, "str.state", s.unicode.state, d, "PyASCIIObject", "state");
   expect(v, "str ASCII data (sizeof PyASCIIObject)", s.unicode.ascii_data, d.size_of("PyASCIIObject"));
   expect(v, "str compact data (sizeof PyCompactUnicodeObject)", s.unicode.compact_data,
          d.size_of("PyCompactUnicodeObject"));
-  expect(v, "bytes.ob_size", s.bytes.size, d.offset_of("PyVarObject", "ob_size"));
+  expect_field(v, "bytes.ob_size", s.bytes.size, d, "PyVarObject", "ob_size");
   expect(v, "bytes.ob_sval", s.bytes.data, d.offset_of("PyBytesObject", "ob_sval"));
   // Ints.
   CHECK(s.long_int.tagged == (minor >= 12));
   if (minor >= 12) {
-    expect(v, "int.lv_tag", s.long_int.size_or_tag, d.offset_of("_longobject", "long_value.lv_tag"));
+    expect_field(v, "int.lv_tag", s.long_int.size_or_tag, d, "_longobject", "long_value.lv_tag");
     expect(v, "int.ob_digit", s.long_int.digits, d.offset_of("_longobject", "long_value.ob_digit"));
   } else {
-    expect(v, "int.ob_size", s.long_int.size_or_tag, d.offset_of("PyVarObject", "ob_size"));
+    expect_field(v, "int.ob_size", s.long_int.size_or_tag, d, "PyVarObject", "ob_size");
     expect(v, "int.ob_digit", s.long_int.digits, d.offset_of("_longobject", "ob_digit"));
   }
   expect(v, "int digit size", 4, d.size_of("digit"));
   // Dicts.
-  expect(v, "dict.ma_keys", s.dict.ma_keys, d.offset_of("PyDictObject", "ma_keys"));
-  expect(v, "dict.ma_values", s.dict.ma_values, d.offset_of("PyDictObject", "ma_values"));
+  expect_field(v, "dict.ma_keys", s.dict.ma_keys, d, "PyDictObject", "ma_keys");
+  expect_field(v, "dict.ma_values", s.dict.ma_values, d, "PyDictObject", "ma_values");
   const char* dk = "_dictkeysobject";
   CHECK(s.dict.log2_keys == (minor >= 11));
   if (minor >= 11) {
-    expect(v, "keys.dk_log2_size", s.dict.dk_log2_size, d.offset_of(dk, "dk_log2_size"));
-    expect(v, "keys.dk_log2_index_bytes", s.dict.dk_log2_index_bytes, d.offset_of(dk, "dk_log2_index_bytes"));
-    expect(v, "keys.dk_kind", s.dict.dk_kind, d.offset_of(dk, "dk_kind"));
+    expect_field(v, "keys.dk_log2_size", s.dict.dk_log2_size, d, dk, "dk_log2_size");
+    expect_field(v, "keys.dk_log2_index_bytes", s.dict.dk_log2_index_bytes, d, dk, "dk_log2_index_bytes");
+    expect_field(v, "keys.dk_kind", s.dict.dk_kind, d, dk, "dk_kind");
     expect(v, "entry size (general)", 24, d.size_of("PyDictKeyEntry"));
     expect(v, "entry size (unicode)", 16, d.size_of("PyDictUnicodeEntry"));
     expect(v, "values.values", s.dict.values_items, d.offset_of("_dictvalues", "values"));
   } else {
-    expect(v, "keys.dk_size", s.dict.dk_size, d.offset_of(dk, "dk_size"));
+    expect_field(v, "keys.dk_size", s.dict.dk_size, d, dk, "dk_size");
     expect(v, "entry size", 24, d.size_of("PyDictKeyEntry"));
   }
-  expect(v, "keys.dk_nentries", s.dict.dk_nentries, d.offset_of(dk, "dk_nentries"));
+  expect_field(v, "keys.dk_nentries", s.dict.dk_nentries, d, dk, "dk_nentries");
   expect(v, "keys.dk_indices", s.dict.dk_indices, d.offset_of(dk, "dk_indices"));
   if (minor >= 13) {
-    expect(v, "values.valid", s.attributes.inline_valid, d.offset_of("_dictvalues", "valid"));
+    expect_field(v, "values.valid", s.attributes.inline_valid, d, "_dictvalues", "valid");
   }
   // The interpreter's sys.modules and a module's dict.
-  expect(v, "interp modules", s.interp_modules,
-         d.offset_of("PyInterpreterState", minor <= 11 ? "modules" : "imports.modules"));
-  expect(v, "module md_dict", s.module_dict, d.offset_of("PyModuleObject", "md_dict"));
+  expect_field(v, "interp modules", s.interp_modules, d, "PyInterpreterState",
+               minor <= 11 ? "modules" : "imports.modules");
+  expect_field(v, "module md_dict", s.module_dict, d, "PyModuleObject", "md_dict");
 }
 
 std::string debian_python(const char* minor) {

@@ -78,7 +78,7 @@ TEST_CASE("remote objects: str of every kind, cut at a character, invalid text r
     CHECK(o.kind_of(py.dict({})) == sampler::PyKind::kDict);
     // A heap type called "str" is not str.
     const uint64_t fake = py.alloc(64);
-    py.put<uint64_t>(fake + py.l.object.ob_type, py.type("str", (uint64_t{1} << 28) | FakePython::kHeapType));
+    py.put(fake, py.l.object.ob_type, py.type("str", (uint64_t{1} << 28) | FakePython::kHeapType));
     CHECK(o.kind_of(fake) == sampler::PyKind::kOther);
     CHECK(o.bytes_read() > 0);
   }
@@ -161,7 +161,7 @@ TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the t
     REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     CHECK(codes.resolved() == resolved);
     // The code object freed and another put at its address: its pointers differ, it is resolved again.
-    py.put<uint64_t>(inner + py.l.code.filename, py.str("/src/other.py"));
+    py.put(inner, py.l.code.filename, py.str("/src/other.py"));
     REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     CHECK(codes.resolved() == resolved + 1);
     CHECK(tables.string(walker.frames()[0].file) == "/src/other.py");
@@ -175,15 +175,15 @@ TEST_CASE("stack walker: frames innermost first, shims skipped, lines from the t
       CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
     }
     // A frame whose code is not a code object.
-    py.put<uint64_t>(f_inner + py.l.frame.code, py.str("not code"));
+    py.put(f_inner, py.l.frame.code, py.str("not code"));
     CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kInvalid);
     // A frame that cannot be read.
-    py.put<uint64_t>(f_inner + py.l.frame.code, inner);
-    py.put<uint64_t>(f_inner + py.l.frame.previous, 0x10);
+    py.put(f_inner, py.l.frame.code, inner);
+    py.put(f_inner, py.l.frame.previous, 0x10);
     CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
     // A link at the top of the address space: `frame + size` wraps past zero. Not inside the window read
     // for the frame before it (reading from there would index exabytes past it): torn.
-    py.put<uint64_t>(f_inner + py.l.frame.previous, ~uint64_t{7});
+    py.put(f_inner, py.l.frame.previous, ~uint64_t{7});
     CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
     // 100 frames deep with a limit of 8: the innermost 8, marked.
     uint64_t prev = 0;
@@ -270,31 +270,31 @@ TEST_CASE(
       const uint64_t other = py.frame(code, py.instr(code, 1), 0);
       reader.reads = 0;
       reader.at = reads;  // the last read: the check
-      reader.change = [&] { py.put<uint64_t>(frames[which] + py.l.frame.previous, other); };
+      reader.change = [&] { py.put(frames[which], py.l.frame.previous, other); };
       CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
       reader.change = nullptr;
-      py.put<uint64_t>(frames[which] + py.l.frame.previous, frames[which - 1]);
+      py.put(frames[which], py.l.frame.previous, frames[which - 1]);
       REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     }
     // 3.8-3.10: a frame object kept for reuse (reference count 0) links like a frame, but is none: read so
     // at first, or by the last read (the thread returned from it meanwhile), the walk is torn.
     if (py.l.frame.refcount) {
-      py.put<int64_t>(frames[2] + *py.l.frame.refcount, 0);
+      py.put(frames[2], *py.l.frame.refcount, 0);
       CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
-      py.put<int64_t>(frames[2] + *py.l.frame.refcount, 1);
+      py.put(frames[2], *py.l.frame.refcount, 1);
       reader.reads = 0;
       reader.at = reads;
-      reader.change = [&] { py.put<int64_t>(frames[2] + *py.l.frame.refcount, 0); };
+      reader.change = [&] { py.put(frames[2], *py.l.frame.refcount, 0); };
       CHECK(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kTorn);
       reader.change = nullptr;
-      py.put<int64_t>(frames[2] + *py.l.frame.refcount, 1);
+      py.put(frames[2], *py.l.frame.refcount, 1);
     }
     // The code object replaced by another at its address between the lookup and the last read: the walk
     // resolves it again and checks once more, and the stack names the new one.
     const uint64_t resolved = codes.resolved();
     reader.reads = 0;
     reader.at = reads;
-    reader.change = [&] { py.put<uint64_t>(code + py.l.code.filename, py.str("/src/g.py")); };
+    reader.change = [&] { py.put(code, py.l.code.filename, py.str("/src/g.py")); };
     REQUIRE(walker.walk(ts, gilspy::monotonic_ns() + 1'000'000'000, &w) == sampler::WalkResult::kOk);
     reader.change = nullptr;
     CHECK(codes.resolved() == resolved + 1);
@@ -385,9 +385,9 @@ struct FakeSession {
     interp.interp_addr = interp_addr;
   }
   void hold(uint64_t ts, uint64_t switches) {
-    py.put<int32_t>(gil + layout.gil.locked.off, 1);
-    py.put<uint64_t>(gil + layout.gil.last_holder.off, ts);
-    py.put<uint64_t>(gil + layout.gil.switch_number.off, switches);
+    py.put(gil, layout.gil.locked, 1);
+    py.put(gil, layout.gil.last_holder, ts);
+    py.put(gil, layout.gil.switch_number, switches);
   }
 };
 
@@ -617,15 +617,14 @@ TEST_CASE("stack sampler: thread names from threading._active, renames, no threa
   sampler.thread_added(1, ts_b, 0x7fb0, 101, 0);
   // No threading module yet: nothing named, asked again later.
   const uint64_t modules = py.dict({{py.str("sys"), 1}});
-  py.put<uint64_t>(s.interp_addr + py.l.interp_modules, modules);
+  py.put(s.interp_addr, py.l.interp_modules, modules);
   sampler.work(gilspy::monotonic_ns() + 1'000'000'000);
   CHECK(only<raw::ThreadName>(drain(q)).empty());
   // threading imported: _active maps idents to Thread objects.
   const uint64_t a = py.instance({{"_name", py.str("A")}}), b = py.instance({{"_name", py.str(U"b\u00e9")}});
   const uint64_t active = py.dict({{py.integer(0x7fa0), a}, {py.integer(0x7fb0), b}}, false);
   const uint64_t threading = py.module(py.dict({{py.str("_active"), active}, {py.str("Thread"), 5}}));
-  py.put<uint64_t>(s.interp_addr + py.l.interp_modules,
-                   py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
+  py.put(s.interp_addr, py.l.interp_modules, py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
   // The retry comes a second later; a second sampler (a fresh attach) asks at once.
   sampler::StackSampler fresh(s.interp, py.mem, q, 0, {}, 16);
   fresh.thread_added(0, ts_a, 0x7fa0, 100, 0);
@@ -675,8 +674,7 @@ TEST_CASE(
   }
   const uint64_t threading =
       py.module(py.dict({{py.str("_active"), py.dict(items, false)}, {py.str("Thread"), 5}}));
-  py.put<uint64_t>(s.interp_addr + py.l.interp_modules,
-                   py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
+  py.put(s.interp_addr, py.l.interp_modules, py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
   SlowReader reader(py.mem);
   sampler::RecordQueue q(4096);
   sampler::StackSampler sampler(s.interp, reader, q, 0, {}, 256);
@@ -700,8 +698,7 @@ TEST_CASE("stack sampler: a names step for threads that have ended since reads n
   const uint64_t a = py.instance({{"_name", py.str("A")}});
   const uint64_t active = py.dict({{py.integer(0x7fa0), a}}, false);
   const uint64_t threading = py.module(py.dict({{py.str("_active"), active}, {py.str("Thread"), 5}}));
-  py.put<uint64_t>(s.interp_addr + py.l.interp_modules,
-                   py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
+  py.put(s.interp_addr, py.l.interp_modules, py.dict({{py.str("sys"), 1}, {py.str("threading"), threading}}));
   ChangingReader reader(py.mem);
   sampler::RecordQueue q(1024);
   sampler::StackSampler sampler(s.interp, reader, q, 0, {}, 16);
