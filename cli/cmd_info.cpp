@@ -1,19 +1,17 @@
 // `gilspy info -p PID`: one look at a running interpreter: version, where its GIL is, who holds it, who
 // waits.
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "base/proc_files.hpp"
 #include "base/terminal_text.hpp"
 #include "cli/commands.hpp"
+#include "cli/gil_snapshot.hpp"
 #include "cli/process_discovery.hpp"
 #include "cli/version_policy.hpp"
 #include "sampler/proc/task_syscall.hpp"
-#include "sampler/target/attach.hpp"
 #include "sampler/target/threads.hpp"
 
 namespace gilspy::cli {
@@ -31,69 +29,21 @@ std::string hex(uint64_t v) {
   return fmt::format("0x{:x}", v);
 }
 
-// A python executable that has not mapped libpython yet is waited for too; anything else is refused at once.
-sampler::Interpreter attach_for_info(const InfoOptions& o, sampler::RemoteMemoryReader& reader) {
-  char exe[4096] = {};
-  const std::string exe_link = "/proc/" + std::to_string(o.pid) + "/exe";
-  const ssize_t n = ::readlink(exe_link.c_str(), exe, sizeof exe - 1);
-  const std::string exe_name = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
-  const bool looks_like_python = exe_name.find("/python") != std::string::npos;
-  return sampler::attach(
-      o.pid, reader, {.timeout_s = o.wait_s, .retry_interval_s = 0.01, .wait_for_python = looks_like_python});
-}
-
-// The GIL and who holds it, with every thread's state (rows of the JSON object), read at one moment.
-struct InfoSnapshot {
-  sampler::GilSample gil;
-  nlohmann::json rows;
-  int64_t holder_tid = 0;
-  bool consistent = false;  // the GIL did not change hands while the threads were read
-};
-
-sampler::GilSample read_info_gil(sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in) {
-  std::array<uint8_t, 256> gil_bytes{};
-  const size_t gil_len = std::min<size_t>(in.layout.gil.size, gil_bytes.size());
-  reader.read_exact(in.gil_addr, gil_bytes.data(), gil_len, "the GIL struct");
-  const auto decoded = sampler::decode_gil(RemoteBytes(gil_bytes.data(), gil_len), in.layout.gil);
-  if (!decoded) throw Error(ErrorKind::kLayoutMismatch, "the GIL layout does not fit the GIL struct's size");
-  return *decoded;
-}
-
-// The GIL and the kernel's view of each thread are read at different moments. Read the GIL before and after
-// the threads and keep a snapshot in which it did not change hands (a few tries), so the holder and the
-// waiters shown belong together.
-InfoSnapshot read_info_snapshot(int pid, sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in,
-                                const sampler::ThreadWalker& walker,
-                                const std::vector<sampler::ThreadRef>& threads) {
-  InfoSnapshot snap;
-  for (int attempt = 0; attempt < 20 && !snap.consistent; ++attempt) {
-    snap.gil = read_info_gil(reader, in);
-    const sampler::GilSample& g = snap.gil;
-    snap.rows = nlohmann::json::array();
-    snap.holder_tid = 0;
-    for (const auto& t : threads) {
-      sampler::TaskSyscallFile file;
-      const auto task =
-          file.open(pid, t.tid) ? file.read(in.gil_addr, in.layout.gil) : sampler::TaskState::kUnknown;
-      const bool holds = g.holder() == t.tstate;
-      if (holds) snap.holder_tid = t.tid;
-      const char* state = holds ? "holding" : sampler::is_waiting_for_gil(task) ? "waiting" : "released";
-      snap.rows.push_back({{"tid", t.tid},
-                           {"tstate", hex(t.tstate)},
-                           {"main", t.tid == pid},
-                           {"state", state},
-                           {"task", sampler::to_string(task)},
-                           {"comm", thread_comm(pid, t.tid)}});
-      if (walker.in_other_pid_namespace()) snap.rows.back()["ns_tid"] = t.ns_tid;  // the container's own id
-    }
-    const auto after = read_info_gil(reader, in);
-    snap.consistent = after.locked == g.locked && after.last_holder == g.last_holder &&
-                      after.switch_number == g.switch_number;
+nlohmann::json thread_rows(const GilSnapshot& snap, bool other_pid_namespace) {
+  auto rows = nlohmann::json::array();
+  for (const auto& t : snap.threads) {
+    rows.push_back({{"tid", t.ref.tid},
+                    {"tstate", hex(t.ref.tstate)},
+                    {"main", t.main},
+                    {"state", t.role},
+                    {"task", sampler::to_string(t.task)},
+                    {"comm", t.comm}});
+    if (other_pid_namespace) rows.back()["ns_tid"] = t.ref.ns_tid;  // the container's own id
   }
-  return snap;
+  return rows;
 }
 
-nlohmann::json info_json(int pid, const sampler::Interpreter& in, const InfoSnapshot& snap, bool truncated,
+nlohmann::json info_json(int pid, const sampler::Interpreter& in, const GilSnapshot& snap, bool truncated,
                          bool other_pid_namespace) {
   const auto& b = in.binary;
   const sampler::GilSample& g = snap.gil;
@@ -117,11 +67,11 @@ nlohmann::json info_json(int pid, const sampler::Interpreter& in, const InfoSnap
           {"threads_truncated", truncated},
           {"other_pid_namespace", other_pid_namespace},
           {"consistent_snapshot", snap.consistent},
-          {"threads", snap.rows}};
+          {"threads", thread_rows(snap, other_pid_namespace)}};
 }
 
 // The binary's path and the threads' names come from the target: escaped.
-void print_info_text(int pid, const sampler::Interpreter& in, const InfoSnapshot& snap, bool truncated) {
+void print_info_text(int pid, const sampler::Interpreter& in, const GilSnapshot& snap, bool truncated) {
   const auto& b = in.binary;
   const sampler::GilSample& g = snap.gil;
   fmt::print("Python {} ({} {}{}), pid {}\n", b.version.text(),
@@ -135,10 +85,9 @@ void print_info_text(int pid, const sampler::Interpreter& in, const InfoSnapshot
                            : "free",
              g.switch_number, g.waiters);
   fmt::print("  {:>8}  {:<9} {:<14} {}\n", "TID", "GIL", "KERNEL", "OS NAME");
-  for (const auto& r : snap.rows) {
-    const std::string comm = escape_for_terminal(r["comm"].get<std::string>());
-    fmt::print("  {:>8}  {:<9} {:<14} {}{}\n", r["tid"].get<int64_t>(), r["state"].get<std::string>(),
-               r["task"].get<std::string>(), comm, r["main"].get<bool>() ? " (main thread)" : "");
+  for (const auto& t : snap.threads) {
+    fmt::print("  {:>8}  {:<9} {:<14} {}{}\n", t.ref.tid, t.role, sampler::to_string(t.task),
+               escape_for_terminal(t.comm), t.main ? " (main thread)" : "");
   }
   if (truncated)
     fmt::print("  ... more than {} threads; the rest are not shown\n", sampler::ThreadWalker::kMaxThreads);
@@ -148,13 +97,13 @@ int run_info(const InfoOptions& o) {
   require_process_id(o.pid);
   check_target_owner(o.pid, o.any_user);
   sampler::RemoteMemoryReader reader(o.pid);
-  const auto in = attach_for_info(o, reader);
+  const auto in = attach_for_look(o.pid, o.wait_s, reader);
   apply_version_policy(in, o.strict_version);
   sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
   std::vector<sampler::ThreadRef> threads(sampler::ThreadWalker::kMaxThreads);
   bool truncated = false;
   threads.resize(walker.walk(reader, threads, &truncated));
-  const InfoSnapshot snap = read_info_snapshot(o.pid, reader, in, walker, threads);
+  const GilSnapshot snap = read_gil_snapshot(o.pid, reader, in, threads);
   if (o.json) {
     const nlohmann::json j = info_json(o.pid, in, snap, truncated, walker.in_other_pid_namespace());
     // A thread's name may be any bytes: invalid UTF-8 is replaced rather than failing the dump.

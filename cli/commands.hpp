@@ -15,6 +15,7 @@ namespace gilspy::cli {
 // Adds the subcommand and returns the function that runs it once parsing succeeded (its exit code).
 using Runner = std::function<int()>;
 Runner add_info_command(CLI::App& app);
+Runner add_dump_command(CLI::App& app);
 Runner add_record_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
 Runner add_top_command(CLI::App& app);

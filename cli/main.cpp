@@ -21,8 +21,8 @@ using Runners = std::map<const CLI::App*, gilspy::cli::Runner>;
 Runners add_commands(CLI::App& app) {
   Runners runners;
   for (auto add :
-       {gilspy::cli::add_info_command, gilspy::cli::add_record_command, gilspy::cli::add_top_command,
-        gilspy::cli::add_convert_command, gilspy::cli::add_check_command}) {
+       {gilspy::cli::add_info_command, gilspy::cli::add_dump_command, gilspy::cli::add_record_command,
+        gilspy::cli::add_top_command, gilspy::cli::add_convert_command, gilspy::cli::add_check_command}) {
     const size_t before = app.get_subcommands({}).size();
     auto runner = add(app);
     runners[app.get_subcommands({})[before]] = std::move(runner);

@@ -23,6 +23,9 @@ enum class TaskState : uint8_t {
 };
 
 const char* to_string(TaskState s);
+// The x86-64 name of system call `nr` for the calls a blocked thread is usually in (sleeps, I/O, polls,
+// locks); nullptr for the others.
+const char* syscall_name(long nr);
 bool is_waiting_for_gil(TaskState s);
 
 // Classifies one read of the syscall file. The address ranges are matched, not exact words (glibc 2.41 moved
@@ -39,9 +42,12 @@ class TaskSyscallFile {
     return file_.opened();
   }
   TaskState read(uint64_t gil_addr, const layouts::GilLayout& gil);
+  // The system call the thread was in at the last read(); -1 when it was running or could not be read.
+  long last_syscall() const { return last_nr_; }
 
  private:
   TaskFile file_{"syscall"};
+  long last_nr_ = -1;
 };
 
 }  // namespace gilspy::sampler

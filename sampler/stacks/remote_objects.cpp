@@ -284,6 +284,16 @@ uint64_t RemoteObjects::find_str_key(std::string_view want) {
   return 0;
 }
 
+uint64_t RemoteObjects::module_global(uint64_t interp_addr, std::string_view module, std::string_view name) {
+  uint64_t modules = 0;
+  if (!read_field(interp_addr, layout_.interp_modules, &modules) || !read_dict(modules)) return 0;
+  const uint64_t mod = find_str_key(module);
+  if (mod == 0 || kind_of(mod) != PyKind::kModule) return 0;
+  uint64_t module_dict = 0;
+  if (!read_field(mod, layout_.module_dict, &module_dict) || !read_dict(module_dict)) return 0;
+  return find_str_key(name);
+}
+
 uint64_t RemoteObjects::attribute(uint64_t obj, std::string_view name) {
   uint64_t type = 0;
   if (obj == 0 || !read_field(obj, layout_.object.ob_type, &type)) return 0;

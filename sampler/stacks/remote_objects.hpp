@@ -99,6 +99,10 @@ class RemoteObjects {
   // The value of the str key `want` among the items read last; 0 when absent.
   uint64_t find_str_key(std::string_view want);
 
+  // `name` in the namespace of module `module` (sys.modules[module].__dict__[name]) of the interpreter at
+  // `interp_addr`; 0 when the module is not imported or cannot be read. Reuses the dict buffers.
+  uint64_t module_global(uint64_t interp_addr, std::string_view module, std::string_view name);
+
   // An instance's attribute `name` (a str key), wherever this version keeps instance attributes; 0 when not
   // found. Reads the type's slots (remembered per type).
   uint64_t attribute(uint64_t obj, std::string_view name);

@@ -304,18 +304,7 @@ uint32_t StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, cons
 }
 
 bool StackSampler::find_active_dict() {
-  const auto& l = interp_.stack_layout;
-  uint64_t modules = 0;
-  if (!objects_.read_field(interp_.interp_addr, l.interp_modules, &modules) || !objects_.read_dict(modules)) {
-    return false;
-  }
-  const uint64_t threading = objects_.find_str_key("threading");
-  if (threading == 0 || objects_.kind_of(threading) != PyKind::kModule) return false;
-  uint64_t module_dict = 0;
-  if (!objects_.read_field(threading, l.module_dict, &module_dict) || !objects_.read_dict(module_dict)) {
-    return false;
-  }
-  active_dict_ = objects_.find_str_key("_active");
+  active_dict_ = objects_.module_global(interp_.interp_addr, "threading", "_active");
   return active_dict_ != 0 && objects_.kind_of(active_dict_) == PyKind::kDict;
 }
 

@@ -582,11 +582,12 @@ def scenario_bad_pid(gilspy, python):
     # a command that does not exist: one line naming it and every command there is, usage error (2)
     out = run_gilspy(gilspy, "recrod", "-p", 1)
     one_line_error(out, "recrod")
-    for command in ("info", "record", "top", "convert", "check"):
+    for command in ("info", "dump", "record", "top", "convert", "check"):
         check(command in out.stderr, f"the unknown-command error lists '{command}': {out.stderr!r}")
     check(out.returncode == 2, f"an unknown command is a usage error (2), got {out.returncode}")
-    out = run_gilspy(gilspy, "info", "-p", 999999999)
-    one_line_error(out, "999999999")
+    for command in ("info", "dump"):
+        out = run_gilspy(gilspy, command, "-p", 999999999)
+        one_line_error(out, "999999999")
     out = run_gilspy(gilspy, "record", "-p", 999999999, "-d", 1, "-o", tempfile.mkdtemp())
     one_line_error(out, "999999999")
     out = run_gilspy(gilspy, "record", "-p", "12,abc", "-d", 1)
@@ -622,7 +623,7 @@ def scenario_not_python(gilspy, python):
     p = subprocess.Popen(["sleep", "100"])
     try:
         time.sleep(0.2)
-        for args in (["info", "-p", p.pid], ["record", "-p", p.pid, "-d", 1, "-o", tempfile.mkdtemp()],
+        for args in (["info", "-p", p.pid], ["dump", "-p", p.pid], ["record", "-p", p.pid, "-d", 1, "-o", tempfile.mkdtemp()],
                      ["top", "-p", p.pid, "-n", 1]):
             one_line_error(run_gilspy(gilspy, *args), "not a CPython")
     finally:

@@ -187,4 +187,61 @@ def scenario_stacks(gilspy, python):
         w.kill()
 
 
-SCENARIOS = {"stacks": scenario_stacks}
+def scenario_dump(gilspy, python):
+    """dump on a hung service (tests/workloads/hung_regex.py): a thread inside a regex that never releases the
+    GIL, two threads that want it, one asleep. The holder is named first with its stack down to the regex
+    call, the GIL did not change hands while watched, the workers wait, the sleeper is blocked in its sleep
+    call; every thread has its threading name. Text and --json say the same."""
+    w = Workload(python, "hung_regex.py", timeout=60)
+    try:
+        stuck, workers, sleeper = w.info["stuck"], set(w.info["workers"]), w.info["sleeper"]
+        waiting_seen = {tid: 0 for tid in workers}
+        # Announcing wrote a file, which let the GIL go: the stuck thread takes it back behind the workers'
+        # forced switches, then keeps it.
+        settle = time.monotonic() + 10
+        while time.monotonic() < settle:
+            g = json.loads(run_gilspy(gilspy, "dump", "-p", w.pid, "--json", check_rc=0).stdout)["gil"]
+            if g["holder_tid"] == stuck and g["held_throughout"]:
+                break
+        for _ in range(3):
+            d = json.loads(run_gilspy(gilspy, "dump", "-p", w.pid, "--json", check_rc=0).stdout)
+            g = d["gil"]
+            check(g["holder_tid"] == stuck and g["held_throughout"] and g["handoffs_while_watched"] == 0,
+                  f"the stuck thread {stuck} did not hold the GIL throughout the watch: {g}")
+            threads = d["threads"]
+            first = threads[0]
+            check(first["tid"] == stuck and first["role"] == "holding" and first["name"] == "stuck",
+                  f"the holder is not listed first: {threads[0]}")
+            functions = [f["function"] for f in first["stack"]]
+            check(functions[:2] == ["catastrophic_match", "stuck"],
+                  f"the holder's stack does not end in the regex call: {functions}")
+            check(all(f["line"] > 0 and f["file"] for f in first["stack"]), f"frames without a place: {first}")
+            by_tid = {t["tid"]: t for t in threads}
+            check(set(by_tid) == workers | {stuck, sleeper, w.info["main"]}, f"threads {sorted(by_tid)}")
+            for tid in workers:
+                t = by_tid[tid]
+                check(t["role"] in ("waiting", "released") and t["name"].startswith("worker-"), f"worker {t}")
+                check(any(f["function"] == "worker" for f in t["stack"]), f"worker's stack {t['stack']}")
+                waiting_seen[tid] += t["role"] == "waiting"
+            s = by_tid[sleeper]
+            check(s["role"] == "released" and s["name"] == "sleeper" and
+                  s.get("syscall") in ("clock_nanosleep", "nanosleep", "select", "pselect6"),
+                  f"the sleeper is not shown blocked in its sleep: {s}")
+            check(s["stack"] and s["stack"][0]["function"] == "sleeper", f"the sleeper's stack {s['stack']}")
+            check(by_tid[w.info["main"]]["main"] and by_tid[w.info["main"]]["name"] == "MainThread",
+                  f"main thread {by_tid[w.info['main']]}")
+        # A waiter between two timed waits reads "running" for microseconds every 5 ms: not every dump can
+        # catch both waiting, but most must.
+        check(all(n >= 2 for n in waiting_seen.values()), f"workers seen waiting in {waiting_seen} of 3 dumps")
+        text = run_gilspy(gilspy, "dump", "-p", w.pid, check_rc=0).stdout
+        check(f"GIL: held by thread {stuck} \"stuck\" throughout" in text, f"dump's GIL line: {text}")
+        thread_lines = [line for line in text.splitlines() if line.startswith("Thread ")]
+        check(thread_lines and thread_lines[0].startswith(f"Thread {stuck} \"stuck\": holds the GIL"),
+              f"dump's first thread: {thread_lines[:1]}")
+        print(f"dump: holder {stuck} first with {len(functions)} frames down to the regex; workers waiting in "
+              f"{waiting_seen} of 3 dumps; sleeper in {s.get('syscall')}")
+    finally:
+        w.kill()
+
+
+SCENARIOS = {"stacks": scenario_stacks, "dump": scenario_dump}

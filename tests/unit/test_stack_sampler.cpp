@@ -22,9 +22,12 @@
 #include "sampler/stacks/stack_sampler.hpp"
 #include "sampler/stacks/stack_walker.hpp"
 #include "support/fake_python.hpp"
+#include "support/fake_session.hpp"
 
 using namespace gilspy;
 using gilspy::testing::FakePython;
+using gilspy::testing::FakeSession;
+using gilspy::testing::location_table;
 
 // Named per file, so that the unity build can put test files together.
 namespace unit_stack_sampler {
@@ -38,21 +41,6 @@ std::string text(sampler::RemoteObjects& o, uint64_t obj, size_t cap = 256, bool
   std::vector<char> buf(cap);
   const auto n = o.read_str(obj, {buf.data(), buf.size()}, cut);
   return n ? std::string(buf.data(), *n) : std::string("<none>");
-}
-
-// A location table (3.11+) where each of `lines` covers one code unit: "no column" entries with line deltas.
-std::vector<uint8_t> location_table(int first_line, const std::vector<int>& lines) {
-  std::vector<uint8_t> t;
-  int at = first_line;
-  for (const int line : lines) {
-    const int delta = line - at;
-    at = line;
-    t.push_back(static_cast<uint8_t>(0x80 | (13 << 3) | 0));
-    const uint32_t u =
-        delta < 0 ? (static_cast<uint32_t>(-delta) << 1) | 1 : static_cast<uint32_t>(delta) << 1;
-    t.push_back(static_cast<uint8_t>(u & 63));  // small deltas: one varint byte
-  }
-  return t;
 }
 
 }  // namespace
@@ -368,27 +356,6 @@ class MovingReader final : public sampler::MemoryReader {
  private:
   FakePython& py_;
   uint64_t ts_, other_;
-};
-
-struct FakeSession {
-  FakePython py{table(12)};
-  layouts::Layout layout = layouts::layout_for(*elf::parse_version_text("3.12.1"));
-  sampler::Interpreter interp;
-  uint64_t gil = 0, interp_addr = 0;
-  FakeSession() {
-    gil = py.alloc(256);
-    interp_addr = py.alloc(4096);
-    interp.pid = 1;
-    interp.layout = layout;
-    interp.stack_layout = py.l;
-    interp.gil_addr = gil;
-    interp.interp_addr = interp_addr;
-  }
-  void hold(uint64_t ts, uint64_t switches) {
-    py.put(gil, layout.gil.locked, 1);
-    py.put(gil, layout.gil.last_holder, ts);
-    py.put(gil, layout.gil.switch_number, switches);
-  }
 };
 
 std::vector<raw::Record> drain(sampler::RecordQueue& q) {

@@ -1,0 +1,241 @@
+// `gilspy dump -p PID`: every thread's Python stack now, with its GIL role, the holder first. What people run
+// first on a hung service, with what a stack dumper alone cannot say: who holds the GIL, who waits for it,
+// and whether it changed hands at all while gilspy watched.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/clock.hpp"
+#include "base/terminal_text.hpp"
+#include "cli/commands.hpp"
+#include "cli/gil_snapshot.hpp"
+#include "cli/process_discovery.hpp"
+#include "cli/version_policy.hpp"
+#include "sampler/stacks/thread_dump.hpp"
+
+namespace gilspy::cli {
+namespace {
+
+struct DumpOptions {
+  int pid = 0;
+  bool json = false;
+  double wait_s = 2.0;
+  double watch_s = 0.1;
+  bool strict_version = false;
+  bool any_user = false;
+};
+
+// The GIL read every millisecond for a while: whether it changed hands, and whether one thread held it all
+// along (a hung service: a C call that keeps the GIL, or a deadlock).
+struct GilWatch {
+  double seconds = 0;
+  uint64_t handoffs = 0;  // switch_number's moves
+  bool held_throughout = false;
+};
+
+GilWatch watch_gil(sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in, double seconds) {
+  GilWatch w;
+  const sampler::GilSample first = read_gil_now(reader, in);
+  w.held_throughout = first.locked == 1;
+  const int64_t start = monotonic_ns();
+  const int64_t end = start + static_cast<int64_t>(seconds * 1e9);
+  sampler::GilSample last = first;
+  for (int64_t next = start + 1'000'000; next < end; next += 1'000'000) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(0, next - monotonic_ns())));
+    last = read_gil_now(reader, in);
+    if (last.locked != 1 || last.last_holder != first.last_holder) w.held_throughout = false;
+  }
+  w.handoffs = last.switch_number - first.switch_number;
+  if (end <= start + 1'000'000) w.held_throughout = false;  // watched for less than one read: no "throughout"
+  if (w.handoffs != 0) w.held_throughout = false;
+  w.seconds = static_cast<double>(monotonic_ns() - start) / 1e9;
+  return w;
+}
+
+struct DumpedThread {
+  ThreadLook look;
+  std::string name;  // threading's name; empty when unknown
+  sampler::DumpStack stack;
+};
+
+int role_rank(const ThreadLook& t) {
+  const std::string_view r = t.role;
+  return r == "holding" ? 0 : r == "waiting" ? 1 : 2;
+}
+
+std::vector<DumpedThread> dump_threads(const GilSnapshot& snap, sampler::ThreadDump& dump) {
+  const auto names = dump.python_names();
+  std::vector<DumpedThread> out;
+  for (const auto& look : snap.threads) {
+    const auto name = names.find(look.ref.pthread_id);
+    out.push_back({look, name != names.end() ? name->second : "", dump.stack(look.ref.tstate)});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const DumpedThread& a, const DumpedThread& b) {
+    return role_rank(a.look) < role_rank(b.look);
+  });
+  return out;
+}
+
+// What a thread that neither holds nor waits is doing, from the kernel.
+std::string released_detail(const ThreadLook& t) {
+  switch (t.task) {
+    case sampler::TaskState::kRunning:
+      return "running outside Python (C code, or between two calls)";
+    case sampler::TaskState::kSwitchWait:
+      return "handing the GIL over";
+    case sampler::TaskState::kOtherSyscall: {
+      const char* name = sampler::syscall_name(t.syscall);
+      if (name != nullptr) return fmt::format("blocked in {}", name);
+      return t.syscall >= 0 ? fmt::format("blocked in system call {}", t.syscall) : "blocked";
+    }
+    default:
+      return "";
+  }
+}
+
+std::string gil_line(const GilSnapshot& snap, const GilWatch& w, const std::string& holder_name) {
+  const std::string holder =
+      snap.holder_tid != 0 ? fmt::format("thread {}{}", snap.holder_tid, holder_name) : "an unknown thread";
+  if (w.seconds < 0.001) {  // --watch 0: one look, nothing to say about a while
+    return snap.gil.locked == 1 ? fmt::format("held by {}, {} thread(s) waiting", holder, snap.gil.waiters)
+                                : fmt::format("free, {} thread(s) waiting", snap.gil.waiters);
+  }
+  if (w.held_throughout) {
+    return fmt::format("held by {} throughout the {:.2f} s watched: no hand-off", holder, w.seconds);
+  }
+  const std::string now = snap.gil.locked == 1 ? "held by " + holder : "free";
+  return fmt::format("changed hands {} times in the {:.2f} s watched; now {}, {} thread(s) waiting",
+                     w.handoffs, w.seconds, now, snap.gil.waiters);
+}
+
+std::string quoted_name(const DumpedThread& t) {
+  return t.name.empty() ? "" : fmt::format(" \"{}\"", escape_for_terminal(t.name));
+}
+
+void print_stack(const sampler::DumpStack& s) {
+  if (!s.read) {
+    fmt::print("    (no stack: {})\n", s.why);
+    return;
+  }
+  if (s.frames.empty()) fmt::print("    (no Python frames)\n");
+  for (const auto& f : s.frames) {
+    fmt::print("    {} ({}:{})\n", escape_for_terminal(f.function), escape_for_terminal(f.file), f.line);
+  }
+  if (s.truncated) fmt::print("    ... deeper frames not read\n");
+}
+
+void print_dump_text(int pid, const sampler::Interpreter& in, const GilSnapshot& snap, const GilWatch& w,
+                     const std::vector<DumpedThread>& threads) {
+  fmt::print("Python {} ({}), pid {}\n", in.binary.version.text(), escape_for_terminal(in.binary.path), pid);
+  std::string holder_name;
+  for (const auto& t : threads) {
+    if (t.look.ref.tid == snap.holder_tid && snap.holder_tid != 0) holder_name = quoted_name(t);
+  }
+  fmt::print("GIL: {}\n", gil_line(snap, w, holder_name));
+  if (!snap.consistent)
+    fmt::print("(the GIL changed hands while the threads were read: roles may be mixed)\n");
+  for (const auto& t : threads) {
+    const std::string_view role = t.look.role;
+    std::string what = role == "holding"   ? "holds the GIL"
+                       : role == "waiting" ? "waits for the GIL"
+                                           : "does not hold the GIL";
+    if (role == "released") {
+      if (const auto detail = released_detail(t.look); !detail.empty()) what += ": " + detail;
+    }
+    fmt::print("\nThread {}{}{}: {}\n", t.look.ref.tid, quoted_name(t), t.look.main ? " (main thread)" : "",
+               what);
+    print_stack(t.stack);
+  }
+}
+
+nlohmann::json dump_json(int pid, const sampler::Interpreter& in, const GilSnapshot& snap, const GilWatch& w,
+                         const std::vector<DumpedThread>& threads) {
+  auto rows = nlohmann::json::array();
+  for (const auto& t : threads) {
+    auto frames = nlohmann::json::array();
+    for (const auto& f : t.stack.frames)
+      frames.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}});
+    nlohmann::json row = {{"tid", t.look.ref.tid}, {"name", t.name},
+                          {"comm", t.look.comm},   {"main", t.look.main},
+                          {"role", t.look.role},   {"kernel", sampler::to_string(t.look.task)},
+                          {"stack", frames},       {"stack_truncated", t.stack.truncated}};
+    if (const char* sys = sampler::syscall_name(t.look.syscall)) row["syscall"] = sys;
+    if (!t.stack.read) row["stack_error"] = t.stack.why;
+    rows.push_back(std::move(row));
+  }
+  return {{"pid", pid},
+          {"python_version", in.binary.version.text()},
+          {"gil",
+           {{"locked", snap.gil.locked},
+            {"holder_tid", snap.holder_tid},
+            {"switch_number", snap.gil.switch_number},
+            {"waiters", snap.gil.waiters},
+            {"watched_s", w.seconds},
+            {"handoffs_while_watched", w.handoffs},
+            {"held_throughout", w.held_throughout}}},
+          {"consistent_snapshot", snap.consistent},
+          {"threads", rows}};
+}
+
+int run_dump(const DumpOptions& o) {
+  require_process_id(o.pid);
+  check_target_owner(o.pid, o.any_user);
+  sampler::RemoteMemoryReader reader(o.pid);
+  const auto in = attach_for_look(o.pid, o.wait_s, reader);
+  apply_version_policy(in, o.strict_version);
+  sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
+  std::vector<sampler::ThreadRef> refs(sampler::ThreadWalker::kMaxThreads);
+  bool truncated = false;
+  refs.resize(walker.walk(reader, refs, &truncated));
+  const GilWatch w = watch_gil(reader, in, o.watch_s);
+  const GilSnapshot snap = read_gil_snapshot(o.pid, reader, in, refs);
+  sampler::ThreadDump dump(in, reader);
+  const auto threads = dump_threads(snap, dump);
+  if (o.json) {
+    // Names and file names may be any bytes: invalid UTF-8 is replaced rather than failing the dump.
+    fmt::print("{}\n", dump_json(o.pid, in, snap, w, threads)
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return 0;
+  }
+  print_dump_text(o.pid, in, snap, w, threads);
+  if (truncated) fmt::print("\n... more than {} threads; the rest are not shown\n", refs.size());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_dump_command(CLI::App& app) {
+  auto opts = std::make_shared<DumpOptions>();
+  auto* cmd = app.add_subcommand(
+      "dump", "Print every thread's Python stack now, with who holds the GIL and who waits");
+  cmd->footer(
+      "Watches the GIL for --watch seconds (is it changing hands at all, or held by one thread all along, "
+      "as\n"
+      "in a hung service?), then prints each thread's Python stack, innermost call first: the holder first,\n"
+      "then the threads waiting for the GIL, then the rest with what the kernel says they are blocked in.\n"
+      "The target is not stopped: the holder's stack is read while it runs (read again until two reads\n"
+      "agree). --json prints the same as one JSON object.");
+  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")
+      ->required()
+      ->check(positive_number())
+      ->type_name("PID");
+  cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
+  cmd->add_option("--watch", opts->watch_s, "Seconds to watch the GIL before the stacks are read")
+      ->default_val(0.1)
+      ->check(CLI::Range(0.0, 60.0));
+  cmd->add_flag("--any-user", opts->any_user,
+                "Not run as root (file capabilities): also another user's process; without it gilspy reads "
+                "only its own user's");
+  cmd->add_flag(
+      "--strict-version", opts->strict_version,
+      "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
+  cmd->add_option("--wait", opts->wait_s,
+                  "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
+      ->default_val(2.0)
+      ->check(non_negative_number());
+  return [opts] { return run_dump(*opts); };
+}
+
+}  // namespace gilspy::cli

@@ -1,0 +1,63 @@
+#include "cli/gil_snapshot.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+
+#include "base/error.hpp"
+#include "base/proc_files.hpp"
+#include "sampler/target/attach.hpp"
+
+namespace gilspy::cli {
+
+sampler::Interpreter attach_for_look(int pid, double wait_s, sampler::RemoteMemoryReader& reader) {
+  char exe[4096] = {};
+  const std::string exe_link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = ::readlink(exe_link.c_str(), exe, sizeof exe - 1);
+  const std::string exe_name = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+  const bool looks_like_python = exe_name.find("/python") != std::string::npos;
+  return sampler::attach(
+      pid, reader, {.timeout_s = wait_s, .retry_interval_s = 0.01, .wait_for_python = looks_like_python});
+}
+
+sampler::GilSample read_gil_now(sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in) {
+  std::array<uint8_t, 256> gil_bytes{};
+  const size_t gil_len = std::min<size_t>(in.layout.gil.size, gil_bytes.size());
+  reader.read_exact(in.gil_addr, gil_bytes.data(), gil_len, "the GIL struct");
+  const auto decoded = sampler::decode_gil(RemoteBytes(gil_bytes.data(), gil_len), in.layout.gil);
+  if (!decoded) throw Error(ErrorKind::kLayoutMismatch, "the GIL layout does not fit the GIL struct's size");
+  return *decoded;
+}
+
+GilSnapshot read_gil_snapshot(int pid, sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in,
+                              const std::vector<sampler::ThreadRef>& threads) {
+  GilSnapshot snap;
+  for (int attempt = 0; attempt < 20 && !snap.consistent; ++attempt) {
+    snap.gil = read_gil_now(reader, in);
+    const sampler::GilSample& g = snap.gil;
+    snap.threads.clear();
+    snap.holder_tid = 0;
+    for (const auto& t : threads) {
+      ThreadLook look;
+      look.ref = t;
+      look.main = t.tid == pid;
+      sampler::TaskSyscallFile file;
+      if (file.open(pid, t.tid)) {
+        look.task = file.read(in.gil_addr, in.layout.gil);
+        look.syscall = file.last_syscall();
+      }
+      const bool holds = g.holder() == t.tstate;
+      if (holds) snap.holder_tid = t.tid;
+      look.role = holds ? "holding" : sampler::is_waiting_for_gil(look.task) ? "waiting" : "released";
+      look.comm = thread_comm(pid, t.tid);
+      snap.threads.push_back(std::move(look));
+    }
+    const auto after = read_gil_now(reader, in);
+    snap.consistent = after.locked == g.locked && after.last_holder == g.last_holder &&
+                      after.switch_number == g.switch_number;
+  }
+  return snap;
+}
+
+}  // namespace gilspy::cli

@@ -1,0 +1,42 @@
+#pragma once
+// One look at a running interpreter, for `info` and `dump`: attach (waiting for a starting interpreter), and
+// the GIL with every thread's role read at one moment.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sampler/proc/task_syscall.hpp"
+#include "sampler/remote/memory_reader.hpp"
+#include "sampler/target/gil_sample.hpp"
+#include "sampler/target/interpreter.hpp"
+#include "sampler/target/threads.hpp"
+
+namespace gilspy::cli {
+
+struct ThreadLook {
+  sampler::ThreadRef ref;
+  bool main = false;
+  const char* role = "released";  // "holding", "waiting" or "released"
+  sampler::TaskState task = sampler::TaskState::kUnknown;
+  long syscall = -1;  // the system call it is blocked in (x86-64 number), -1 when running or unknown
+  std::string comm;   // the kernel's name (target text: escape before printing)
+};
+
+struct GilSnapshot {
+  sampler::GilSample gil;
+  std::vector<ThreadLook> threads;  // in the interpreter's order
+  int64_t holder_tid = 0;
+  bool consistent = false;  // the GIL did not change hands while the threads were read
+};
+
+// Attaches to `pid`; a python executable that has not mapped libpython yet is waited for up to `wait_s`,
+// anything else is refused at once.
+sampler::Interpreter attach_for_look(int pid, double wait_s, sampler::RemoteMemoryReader& reader);
+sampler::GilSample read_gil_now(sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in);
+// The GIL and the kernel's view of each thread are read at different moments: the GIL is read before and
+// after the threads, and a snapshot in which it did not change hands is kept (a few tries), so the holder
+// and the waiters shown belong together.
+GilSnapshot read_gil_snapshot(int pid, sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in,
+                              const std::vector<sampler::ThreadRef>& threads);
+
+}  // namespace gilspy::cli
