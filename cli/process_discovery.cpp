@@ -53,6 +53,10 @@ std::set<pid_t> descendants(const std::multimap<pid_t, pid_t>& children, const s
 
 }  // namespace
 
+bool has_executable(pid_t pid) {
+  return !link_text("/proc/" + std::to_string(pid) + "/exe").empty();
+}
+
 bool is_python_process(pid_t pid) {
   const std::string exe = link_text("/proc/" + std::to_string(pid) + "/exe");
   if (!exe.empty()) {

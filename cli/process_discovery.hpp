@@ -15,6 +15,8 @@ namespace gilspy::cli {
 // readlink and /proc/PID/maps); attaching is what decides (a python2, an unsupported version is refused
 // then).
 bool is_python_process(pid_t pid);
+// False once a process has no executable to show: it is exiting (or a zombie, or a kernel thread).
+bool has_executable(pid_t pid);
 
 // Whether the process holds an accelerator device open: /dev/nvidia*, /dev/davinci*, /dev/kfd, /dev/accel/*
 // among its file descriptors (the links' text only).

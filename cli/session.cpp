@@ -22,7 +22,6 @@ namespace {
 
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
 // Found processes are looked for every 10 drains (0.5 s): a /proc scan reads a few small files per process.
-constexpr int kDiscoverEveryDrains = 10;
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
@@ -55,6 +54,8 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   Impl& m = *impl_;
   m.anchor_clocks();
+  // Subscribed before anything starts: a launched program's first children fork while it is attached to.
+  if (m.options.discover == Discover::kDescendants) m.proc_events.open();
   m.attach();
   // Raised only now, so that a launched program starts with the limits it would have had without gilspy.
   raise_open_file_limit();
@@ -119,6 +120,7 @@ SessionOutcome Session::run() {
   poller.join();
   m.drain();
   m.counters.report([&m](const std::string& line) { m.note(line); });
+  m.note_children_missed();
   const SessionEnd end =
       m.session_end(loop.counters(), stop_reason_text(main_error != nullptr, m.stop_signal, reason));
   m.finish_sinks(end, main_error);  // the first failure is rethrown after
@@ -162,8 +164,8 @@ void Session::Impl::drain_after_period(asio::steady_timer& timer, sampler::PollL
     const bool done = loop_done;  // read before draining: when set, this drain delivers the last records
     drain();
     // Processes found while running: the sinks hear of them first, then the poll loop takes them.
-    if (!done && !stop && discovering() && ++drains % kDiscoverEveryDrains == 0) {
-      for (RunningTarget* t : discover(false)) {
+    if (!done && !stop && discovering()) {
+      for (RunningTarget* t : discover_while_running()) {
         start_in_sinks(*t);
         loop.add(*t->sampler);
       }

@@ -1,5 +1,6 @@
 // Processes a session finds by itself (session_options.hpp's Discover): every Python process, or the targets'
-// Python descendants, by /proc scans at the start and every half second while it runs.
+// Python descendants: by /proc scans at the start and every half second while it runs, and the descendants
+// also as the kernel reports their forks (proc_events.hpp), where gilspy may listen to it.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,11 @@ namespace {
 // A found process whose interpreter is not ready yet (just started) is tried again at each scan for this
 // long.
 constexpr int64_t kNotReadyPatienceNs = 10'000'000'000;
+// A /proc scan every this many drains (half a second); with the kernel's process events, a backstop.
+constexpr int kScanEveryDrains = 10;
+// A forked child is tried this long after its fork was seen: one that execs at once (subprocess, spawn) is
+// then attached to as the program it became, not as the copy of its parent it was for a moment.
+constexpr int64_t kForkSettleNs = 20'000'000;
 
 }  // namespace
 
@@ -116,13 +122,132 @@ std::vector<RunningTarget*> Session::Impl::discover(bool first_scan) {
     }
     if (RunningTarget* t = try_found(pid, *key, first_scan)) {
       found.push_back(t);
-      if (!first_scan) {
-        note(fmt::format("recording pid {} too (Python {}, found {:.2f} s in): {}", pid,
-                         escape_for_terminal(t->interp.binary.version.text()),
-                         static_cast<double>(gilspy::monotonic_ns() - anchor_mono) / 1e9,
-                         escape_for_terminal(t->info.command)));
-      }
+      if (!first_scan) note_found(*t, gilspy::monotonic_ns());
     }
+  }
+  return found;
+}
+
+void Session::Impl::note_found(const RunningTarget& t, int64_t now) const {
+  note(fmt::format("recording pid {} too (Python {}, found {:.2f} s in): {}", t.info.pid,
+                   escape_for_terminal(t.interp.binary.version.text()),
+                   static_cast<double>(now - anchor_mono) / 1e9, escape_for_terminal(t.info.command)));
+}
+
+// A child seen forking that ended before it could be recorded: counted, unless it was recorded after all (a
+// scan got to it first) or refused with its reason said.
+void Session::Impl::missed_child(pid_t pid) {
+  for (const auto& t : targets) {
+    if (t->info.pid == pid) return;
+  }
+  for (const auto& s : skipped) {
+    if (s.pid == pid) return;
+  }
+  children_missed.push_back(pid);
+}
+
+void Session::Impl::note_children_missed() {
+  // The events since the last drain, and the candidates never tried (the session ended first).
+  bool lost = false;
+  take_process_events(&lost);
+  for (const auto& [pid, since] : event_candidates) {
+    const auto state = process_state(pid);
+    if (!state || *state == 'Z' || *state == 'X') missed_child(pid);
+  }
+  event_candidates.clear();
+  const size_t n = children_missed.size();
+  if (n == 0) return;
+  std::string pids;
+  for (size_t i = 0; i < std::min<size_t>(n, 10); ++i) {
+    pids += (i == 0 ? "" : ", ") + std::to_string(children_missed[i]);
+  }
+  if (n > 10) pids += ", ...";
+  note(
+      fmt::format("{} child process{} of the targets ({}) ended before gilspy could attach to {} (a child is "
+                  "tried {} ms after its fork, at the next drain: a shorter life is not recorded)",
+                  n, n == 1 ? "" : "es", pids, n == 1 ? "it" : "them", kForkSettleNs / 1'000'000));
+}
+
+std::vector<RunningTarget*> Session::Impl::discover_while_running() {
+  const int64_t now = gilspy::monotonic_ns();
+  bool lost = false;
+  take_process_events(&lost);
+  std::vector<RunningTarget*> found = try_event_candidates(now);
+  if (++drains % kScanEveryDrains == 0 || lost) {
+    for (RunningTarget* t : discover(false)) found.push_back(t);
+  }
+  return found;
+}
+
+// The targets' descendants as the kernel reports them: a fork by a target or by one of their descendants
+// adds the child; an exec makes a descendant worth trying again (it may be Python now); an exit ends it.
+void Session::Impl::take_process_events(bool* lost) {
+  if (!proc_events.is_open()) return;
+  std::set<pid_t> recorded;
+  for (const auto& t : targets) recorded.insert(t->info.pid);
+  *lost = !proc_events.read([&](const ProcEvent& e) {
+    switch (e.kind) {
+      case ProcEvent::Kind::kFork:
+        if (recorded.contains(e.parent) || family.contains(e.parent)) {
+          family.insert(e.pid);
+          event_candidates.emplace(e.pid, e.ts_ns);  // settles from the fork on
+        }
+        break;
+      case ProcEvent::Kind::kExec:
+        if (family.contains(e.pid)) event_candidates[e.pid] = e.ts_ns - kForkSettleNs;  // its image is final
+        break;
+      case ProcEvent::Kind::kExit:
+        family.erase(e.pid);
+        if (event_candidates.erase(e.pid) > 0) missed_child(e.pid);
+        break;
+    }
+  });
+}
+
+// Each candidate once it has settled: a Python process is tried (attached, refused, or left for the next
+// drain while its interpreter starts); anything else waits for an exec.
+std::vector<RunningTarget*> Session::Impl::try_event_candidates(int64_t now) {
+  std::vector<RunningTarget*> found;
+  for (auto it = event_candidates.begin(); it != event_candidates.end() && !discovery_full;) {
+    const pid_t pid = it->first;
+    if (now - it->second < kForkSettleNs) {
+      ++it;
+      continue;
+    }
+    const auto key = process_key(pid);
+    const auto state = process_state(pid);
+    if (!key || !state || *state == 'Z' || *state == 'X') {  // it ended before it could be tried
+      missed_child(pid);                                     // (unless a scan recorded it first)
+      it = event_candidates.erase(it);
+      continue;
+    }
+    if (settled.contains(*key)) {  // a scan tried it first: recorded, refused with a reason, or gone by then
+      missed_child(pid);
+      it = event_candidates.erase(it);
+      continue;
+    }
+    // Not Python (yet: an exec brings it back), or no accelerator open (yet: the /proc scans look again). A
+    // process that is exiting has no executable to show any more: left for its exit event.
+    const bool python = is_python_process(pid);
+    if (!python && !has_executable(pid)) {
+      ++it;
+      continue;
+    }
+    if (!python || (options.accelerator_only && !holds_accelerator(pid))) {
+      it = event_candidates.erase(it);
+      continue;
+    }
+    if (targets.size() >= options.loop.max_targets) break;  // discover() says so at its next scan
+    RunningTarget* t = try_found(pid, *key, false);
+    if (settled.contains(*key)) {
+      if (t == nullptr) missed_child(pid);  // unless refused with a reason: it ended while being attached to
+      it = event_candidates.erase(it);
+    } else {
+      ++it;
+    }
+    if (t == nullptr) continue;
+    found.push_back(t);
+    note_found(*t, now);
   }
   return found;
 }

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/proc_events.hpp"
 #include "cli/counter_setup.hpp"
 #include "cli/session.hpp"
 #include "sampler/exact/probe_cost.hpp"
@@ -70,6 +71,13 @@ struct Session::Impl {
   std::set<std::string> settled;
   std::map<std::string, int64_t> not_ready_since;
   bool discovery_full = false;  // the poll loop's target table is full: nothing more is added
+  // --subprocesses: the kernel's process events where gilspy may read them (proc_events.hpp): the targets'
+  // descendants as they fork (Python or not: a shell's children count too), and those to try, with when they
+  // were seen (a fork is tried a moment later: one about to exec another image is not attached to first).
+  ProcEvents proc_events;
+  std::set<pid_t> family;
+  std::map<pid_t, int64_t> event_candidates;
+  std::vector<pid_t> children_missed;  // candidates that ended before they could be recorded
   std::vector<SkippedTarget> skipped;
   // --exact: what a probe hit costs on this machine, measured once, with the first target's probes.
   std::optional<sampler::exact::ProbeCost> probe_cost;
@@ -106,6 +114,14 @@ struct Session::Impl {
   // session_discovery.cpp
   void discover_at_start();
   std::vector<RunningTarget*> discover(bool first_scan);
+  // The processes found since the last drain: from the kernel's events at every drain, and by a /proc scan
+  // every few (or at once when the kernel dropped events).
+  std::vector<RunningTarget*> discover_while_running();
+  void take_process_events(bool* lost);
+  void note_found(const RunningTarget& t, int64_t now) const;  // "recording pid N too ..."
+  void note_children_missed();  // at the end: children that ended before they could be recorded
+  void missed_child(pid_t pid);
+  std::vector<RunningTarget*> try_event_candidates(int64_t now);
   RunningTarget* try_found(pid_t pid, const std::string& key, bool first_scan);
   // session_drain.cpp
   void drain();

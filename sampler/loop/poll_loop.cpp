@@ -77,10 +77,18 @@ void PollLoop::take_commands() {
   commands_pending_.store(false, std::memory_order_relaxed);
 }
 
+// Each live target's counters; one that ended had its last ones at its end (a child's recording ends there,
+// not at the session's).
 void PollLoop::emit_stats(int64_t now) {
+  for (const Target& t : targets_) {
+    if (t.live) emit_target_stats(t, now);
+  }
+}
+
+void PollLoop::emit_target_stats(const Target& t, int64_t now) {
   const uint64_t late = counters_.late.load(std::memory_order_relaxed);
   const uint64_t missed = counters_.missed.load(std::memory_order_relaxed);
-  for (const Target& t : targets_) t.sampler->emit_stats(now, late - t.late_before, missed - t.missed_before);
+  t.sampler->emit_stats(now, late - t.late_before, missed - t.missed_before);
 }
 
 int64_t PollLoop::next_step(int64_t now, Pacing& p) {
@@ -279,6 +287,7 @@ void PollLoop::poll_targets(int64_t now, int64_t window) {
     if (t.live && !t.sampler->poll(now, window)) {
       t.live = false;
       --live_count_;
+      emit_target_stats(t, now);
     }
   }
   counters_.polls.fetch_add(1, std::memory_order_relaxed);

@@ -154,6 +154,7 @@ class PollLoop {
   void coverage_step(int64_t now, Pacing& p);
   void take_commands();  // poll thread: moves queued commands into effect
   void emit_stats(int64_t now);
+  void emit_target_stats(const Target& t, int64_t now);
   // After a tick at `now`: moves the poll thread off the holders' CPUs if due, and returns the next step.
   int64_t next_step(int64_t now, Pacing& p);
   // Between a tick and the next deadline: the targets' stack and name reads, within their own budget

@@ -5,6 +5,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -114,6 +115,46 @@ def scenario_subprocesses(gilspy, python):
         check(len(cpu) == 2, f"worker {pid}: expected its 2 CPU threads to hold the GIL, got {raw.summary['threads']}")
         check_cpu_threads_share(raw, cpu, f"worker {pid}")
         check_trace(files[pid].replace(".json", ".trace.json"), raw)
+
+
+def scenario_short_children(gilspy, python):
+    """--subprocesses with 12 forked children that live 0.3 s each, one every 0.15 s: every one is recorded
+    (the kernel's process events find a child within a drain; the half-second /proc scans alone found about
+    a quarter of them), from early in its life, over its own span."""
+    d = tempfile.mkdtemp(prefix="gilspy-rec-")
+    report = os.path.join(d, "report.json")
+    out = run_gilspy(gilspy, "record", "--subprocesses", "-o", d, "--no-status", "-q", "--", python,
+                     os.path.join(WORKLOADS, "short_forks.py"), 12, 0.3, 0.15, env=workload_env(report),
+                     check_rc=0)
+    info = json.load(open(report))
+    files = raw_files(d)
+    missed = [c["pid"] for c in info["children"] if c["pid"] not in files]
+    check(not missed, f"children not recorded: {missed} of {len(info['children'])}; stderr {out.stderr!r}")
+    spans = []
+    for c in info["children"]:
+        summary = Raw(files[c["pid"]]).summary
+        spans.append(summary["duration_ns"] / 1e9)
+        check(summary["duration_ns"] < 0.6e9, f"child {c['pid']} recorded for {summary['duration_ns'] / 1e9:.2f} s")
+    # Found within a drain or two (50 ms each) plus the fork's settling time (20 ms): most of a 0.3 s life.
+    check(sorted(spans)[len(spans) // 2] > 0.15, f"children recorded for {sorted(spans)} s (median too short)")
+    # Children that live 5 ms end before they can be tried: each is counted in one line at the end.
+    d2 = tempfile.mkdtemp(prefix="gilspy-rec-")
+    report2 = os.path.join(d2, "report.json")
+    out2 = run_gilspy(gilspy, "record", "--subprocesses", "-o", d2, "--no-status", "-q", "--", python,
+                      os.path.join(WORKLOADS, "short_forks.py"), 5, 0.005, 0.05, env=workload_env(report2),
+                      check_rc=0)
+    kids = [c["pid"] for c in json.load(open(report2))["children"]]
+    recorded = sum(1 for pid in kids if pid in raw_files(d2))
+    m = re.search(r"(\d+) child process(?:es)? of the targets \(([\d, ]+)\) ended before gilspy could attach",
+                  out2.stderr)
+    missed = int(m.group(1)) if m else 0
+    check(recorded + missed == len(kids), f"of {len(kids)} 5 ms children {recorded} recorded and {missed} said "
+                                          f"missed: {out2.stderr!r}")
+    named = {int(p) for p in m.group(2).split(", ")} if m else set()
+    check(named == {pid for pid in kids if pid not in raw_files(d2)}, f"missed children named {named}, kids {kids}")
+    print(f"short children: {len(info['children'])} of {len(info['children'])} recorded, "
+          f"spans {min(spans):.2f}-{max(spans):.2f} s (median {sorted(spans)[len(spans) // 2]:.2f} s of 0.3 s "
+          f"lives); of {len(kids)} 5 ms children {missed} said missed, {recorded} recorded")
 
 
 def scenario_discover_bad_input(gilspy, python):
@@ -287,6 +328,7 @@ def scenario_merge_profiler(gilspy, python):
 SCENARIOS = {
     "record_all": scenario_record_all,
     "subprocesses": scenario_subprocesses,
+    "short_children": scenario_short_children,
     "discover_bad_input": scenario_discover_bad_input,
     "merge_profiler": scenario_merge_profiler,
 }

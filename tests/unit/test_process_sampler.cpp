@@ -623,6 +623,47 @@ TEST_CASE("poll loop: a target added while the loop runs is polled from then on,
   CHECK(std::get<raw::Stats>(by_target[42].back()).polls == sb.counters().polls.load());
 }
 
+TEST_CASE("poll loop: a target that ends has its last counters at its end, not at the ticks after it") {
+  // A child that exits while the session goes on: its recording spans its own life (the raw summary's
+  // duration runs to its last record); before, its counters came at every later tick, to the session's end.
+  FakeTarget a, b;
+  for (FakeTarget* t : {&a, &b}) {
+    t->tids = {100};
+    t->set_threads({0});
+    t->gil(1, FakeTarget::tstate(0), 1, 0);
+  }
+  ScriptedTasks tasks_a, tasks_b;
+  RecordQueue q(1 << 16);
+  ProcessSampler sa(a.interp, a.mem, tasks_a, q, 1);
+  ProcessSampler sb(b.interp, b.mem, tasks_b, q, 2);
+  PollLoop loop({.rate_hz = 2000, .realtime = false, .nice = 0, .stats_period_s = 0.005}, q);
+  loop.add(sa);
+  loop.add(sb);
+  std::atomic<bool> stop{false};
+  std::thread poller([&] { loop.run(stop); });
+  while (sb.counters().polls.load() < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  b.mem.set_gone(true);
+  const uint64_t a_polls = sa.counters().polls.load();
+  while (sa.counters().polls.load() < a_polls + 100)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop = true;
+  poller.join();
+  std::map<raw::TargetId, std::vector<raw::Record>> by_target;
+  raw::TargetRecord e;
+  while (q.pop(&e)) by_target[e.target].push_back(e.record);
+  const auto& rb = by_target[2];
+  const auto end = std::find_if(
+      rb.begin(), rb.end(), [](const raw::Record& r) { return std::holds_alternative<raw::ThreadEnd>(r); });
+  REQUIRE(end != rb.end());
+  const auto stats_after = std::count_if(
+      end, rb.end(), [](const raw::Record& r) { return std::holds_alternative<raw::Stats>(r); });
+  CHECK(stats_after == 1);  // its last counters, once
+  REQUIRE(std::holds_alternative<raw::Stats>(rb.back()));
+  REQUIRE(std::holds_alternative<raw::Stats>(by_target[1].back()));
+  // The other target went on ticking for 100 polls (50 ms at 2 kHz) past it.
+  CHECK(std::get<raw::Stats>(by_target[1].back()).ts > std::get<raw::Stats>(rb.back()).ts);
+}
+
 TEST_CASE("poll loop: each stats tick says where every live thread stands") {
   FakeTarget t;
   t.tids = {100, 101};
