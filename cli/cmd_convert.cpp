@@ -39,6 +39,7 @@ struct ConvertOptions {
   std::string output;
   std::string file_mode = "0600";
   bool salvage = false;
+  bool no_stacks = false;            // no frame slices (the GIL slices keep their stacks in args)
   std::string merge_into;            // a framework profiler's trace to add the GIL lanes to
   std::vector<std::string> pid_map;  // GILPID:TRACEPID
   std::string pid_namespace;         // "target" | "host" | "" (convert: host; merge: target's, then host's)
@@ -85,6 +86,11 @@ void check_paths(const ConvertOptions& o, const std::string& output) {
 int run_convert(const ConvertOptions& o) {
   if (!o.merge_into.empty()) return run_merge(o);
   if (!o.pid_map.empty()) throw Error(ErrorKind::kUsage, "--pid-map is for --merge-into");
+  if (o.no_stacks && o.format == "collapsed") {
+    throw Error(ErrorKind::kUsage,
+                "--no-stacks leaves the frames out of a trace; --format collapsed is the stacks "
+                "alone");
+  }
   std::string output = o.output;
   if (output.empty()) {
     if (o.inputs.size() != 1) {
@@ -102,7 +108,8 @@ int run_convert(const ConvertOptions& o) {
         o.inputs, output,
         {.mode = mode,
          .salvage = o.salvage,
-         .pid_namespace = pid_namespace_option(o.pid_namespace).value_or(convert::PidNamespace::kHost)});
+         .pid_namespace = pid_namespace_option(o.pid_namespace).value_or(convert::PidNamespace::kHost),
+         .frame_slices = !o.no_stacks});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kCorrupt) throw;
     throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
@@ -198,7 +205,8 @@ int run_merge(const ConvertOptions& o) {
                            .pid_map = {},
                            .pid_namespace = pid_namespace_option(o.pid_namespace),
                            .mode = parse_file_mode_option(o.file_mode),
-                           .salvage = o.salvage};
+                           .salvage = o.salvage,
+                           .frame_slices = !o.no_stacks};
   for (const auto& item : o.pid_map) mo.pid_map.push_back(convert::parse_pid_map(item));
   convert::MergeReport report;
   try {
@@ -296,6 +304,10 @@ Runner add_convert_command(CLI::App& app) {
   cmd->add_flag(
       "--salvage", opts->salvage,
       "Convert a corrupt input up to its damage (and say how much was lost) instead of refusing it");
+  cmd->add_flag(
+      "--no-stacks", opts->no_stacks,
+      "No frame slices under the hold_gil / take_gil slices (each keeps its stack in its args): lanes "
+      "a viewer shows one slice deep (DevTools fills its screen with nested frames)");
   cmd->add_option("--file-mode", opts->file_mode, "Permissions of the output, octal (default 0600)")
       ->type_name("MODE");
   cmd->add_option("--format", opts->format,

@@ -166,8 +166,9 @@ void thread_table_head(std::string& out, const SummaryInput& in, const SummaryTa
         "here and in the raw file's summary)\n",
         in.summary.folded_threads(), raw::SummaryBuilder::kKeptThreads);
   }
-  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>7} {:>6} {:>7} {:>13} {:>13}\n", "TID",
-                 "THREAD", kNameColumns, "HOLD %", "WAIT %", "±95%", "HOLDS", "LONGEST HOLD", "LONGEST WAIT");
+  fmt::format_to(std::back_inserter(out), "  {:>8}  {:<{}} {:>7} {:>9} {:>7} {:>6} {:>7} {:>13} {:>13}\n",
+                 "TID", "THREAD", kNameColumns, "HOLD %", "HELD", "WAIT %", "±95%", "HOLDS", "LONGEST HOLD",
+                 "LONGEST WAIT");
 }
 
 // A line per row; returns the row whose shares are least sure (nullptr with --exact: they are sure).
@@ -180,9 +181,10 @@ const SummaryRow* thread_table_rows(std::string& out, const SummaryInput& in, co
     const std::string pad(kNameColumns - std::min(kNameColumns, display_width(name)), ' ');
     const double ci = r.share_ci95();
     if (!in.loop.exact.on && ci >= 0 && (widest == nullptr || ci > widest->share_ci95())) widest = &r;
-    fmt::format_to(std::back_inserter(out), "  {:>8}  {}{} {:>7.1f} {:>7.1f} {:>6} {:>7} {:>13} {:>13}\n",
+    fmt::format_to(std::back_inserter(out),
+                   "  {:>8}  {}{} {:>7.1f} {:>9} {:>7.1f} {:>6} {:>7} {:>13} {:>13}\n",
                    r.threads > 1 ? std::string("-") : std::to_string(r.tid), name, pad, 100 * r.hold_share(),
-                   100 * r.wait_share(),
+                   duration_text(r.hold_ns), 100 * r.wait_share(),
                    in.loop.exact.on ? std::string("exact")
                    : ci < 0         ? std::string("?")
                                     : fmt::format("{:.1f}", 100 * ci),
@@ -209,8 +211,10 @@ void thread_table_notes(std::string& out, const SummaryInput& in, const SummaryT
   }
   out += table.grouped
              ? "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording (a group: of its "
-               "threads' lifetimes)\n"
-             : "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording\n";
+               "threads' lifetimes); HELD: its time holding the GIL\n"
+             : "  HOLD % and WAIT %: shares of each thread's own lifetime in the recording; HELD: its time "
+               "holding "
+               "the GIL\n";
   out +=
       in.loop.exact.on
           ? "  ±95%: none, every take and drop was traced (--exact)\n"

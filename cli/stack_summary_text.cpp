@@ -1,4 +1,5 @@
 #include "cli/stack_summary_text.hpp"
+#include "cli/summary_text.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -9,12 +10,6 @@
 
 namespace gilspy::cli {
 namespace {
-
-std::string dur(int64_t ns) {
-  if (ns < 1'000'000) return fmt::format("{} us", (ns + 500) / 1000);
-  if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
-  return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
-}
 
 // "qualname (file:line)", escaped; the file's directories are dropped when the whole would not fit a line.
 std::string place(const std::string& function, const std::string& file, int32_t line) {
@@ -66,9 +61,9 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
     fmt::format_to(std::back_inserter(out), "    {:>13} {:>10} {:>13} {:>8}  {}\n", "WHILE WAITED", "HELD",
                    "LONGEST HOLD", "WAITERS", "FUNCTION");
     for (const raw::HolderRow& r : holders) {
-      fmt::format_to(std::back_inserter(out), "    {:>13} {:>10} {:>13} {:>8.1f}  {}\n", dur(r.contended_ns),
-                     dur(r.hold_ns), dur(r.longest_ns), r.mean_waiters,
-                     place(r.function, r.file, r.first_line));
+      fmt::format_to(std::back_inserter(out), "    {:>13} {:>10} {:>13} {:>8.1f}  {}\n",
+                     duration_text(r.contended_ns), duration_text(r.hold_ns), duration_text(r.longest_ns),
+                     r.mean_waiters, place(r.function, r.file, r.first_line));
     }
   }
   auto sites = stacks.wait_sites(rows);
@@ -80,8 +75,8 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
     fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", "WAITED", "WAITS",
                    "LONGEST WAIT", "CALL SITE");
     for (const raw::WaitSiteRow& r : sites) {
-      fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", dur(r.wait_ns), r.waits,
-                     dur(r.longest_ns), place(r.function, r.file, r.line));
+      fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", duration_text(r.wait_ns),
+                     r.waits, duration_text(r.longest_ns), place(r.function, r.file, r.line));
     }
   }
   if (unsampled) {

@@ -75,8 +75,9 @@ ConvertReport convert_to_chrome_trace(const std::vector<std::string>& inputs, co
   json other_inputs = json::array();
   for (auto& r : report.inputs) {
     std::unique_ptr<LanePlacement> lanes = r.namespace_ids ? namespace_placement() : nullptr;
-    other_inputs.push_back(write_input_events(out, events, r, report.base_time_ns,
-                                              {.salvage = options.salvage, .placement = lanes.get()}));
+    other_inputs.push_back(write_input_events(
+        out, events, r, report.base_time_ns,
+        {.salvage = options.salvage, .placement = lanes.get(), .frame_slices = options.frame_slices}));
   }
   report.events_written = events;
 

@@ -84,6 +84,7 @@ struct ConvertOptions {
   mode_t mode = kDefaultOutputMode;  // of the output (base/output_file.hpp)
   bool salvage = false;              // convert a corrupt input up to its damage instead of refusing it
   PidNamespace pid_namespace = PidNamespace::kHost;
+  bool frame_slices = true;  // false: no frame slices under the holds and waits (their stacks stay in args)
 };
 
 // Converts and merges `inputs` into `output`, one process per input in rank order (stable: equal ranks keep

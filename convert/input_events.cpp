@@ -62,8 +62,8 @@ std::string process_name(const raw::Meta& m, bool namespace_ids) {
 // The second pass over one input: its events into the trace.
 class InputConverter {
  public:
-  InputConverter(EventWriter& out, ConvertInputReport& report, int64_t base_ns)
-      : out_(out), report_(report), base_ns_(base_ns) {}
+  InputConverter(EventWriter& out, ConvertInputReport& report, int64_t base_ns, bool frame_slices)
+      : out_(out), report_(report), base_ns_(base_ns), frame_slices_(frame_slices) {}
 
   void on_meta(const raw::Meta& m) {
     report_.meta = m;
@@ -214,6 +214,7 @@ class InputConverter {
     l.last_end = end;
     seen_until(end);
     IntervalStacks stacks = stacks_.take();
+    if (!frame_slices_) stacks.frames.clear();  // the stack stays in the slice's args
     const std::string_view name = hold ? "hold_gil" : "take_gil";
     if (stacks.args) {
       out_.slice("gil", name, pid_, tid, offset_ns_ + start, offset_ns_ + end,
@@ -402,6 +403,7 @@ class InputConverter {
   std::optional<raw::Stats> last_stats_;
   raw::SummaryBuilder summary_;
   StackSlices stacks_;
+  bool frame_slices_ = true;
   CounterTracks tracks_{[this](const CounterPoint& p) {
     out_.thread_counter(p.name(), pid_, p.tid, offset_ns_ + p.ts, [&](JsonWriter& w) { p.write_args(w); });
   }};
@@ -413,7 +415,7 @@ json write_input_events(JsonWriter& out, size_t& events, ConvertInputReport& rep
                         const InputEventsOptions& options) {
   EventWriter writer(out, events, options.placement, options.ts_as_string);
   std::ifstream in = open_input(report.path);
-  InputConverter conv(writer, report, base_ns);
+  InputConverter conv(writer, report, base_ns, options.frame_slices);
   const raw::ReadResult result = raw::read(
       in, report.path, [&](const raw::Meta& m) { conv.on_meta(m); },
       [&](const raw::Record& rec) { conv.on_record(rec); }, {.salvage = options.salvage});

@@ -19,6 +19,7 @@ struct InputEventsOptions {
   bool salvage = false;
   LanePlacement* placement = nullptr;  // null: the recording's pid (report.trace_pid) and its OS tids
   bool ts_as_string = false;           // "ts":"1736405443863674.400", as Ascend's trace_view.json writes ts
+  bool frame_slices = true;  // the sampled frames as slices nested under the GIL slices (else only in args)
 };
 
 // Streams the raw file `report.path` into the traceEvents array being written to `out`, its times relative

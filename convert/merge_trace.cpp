@@ -348,9 +348,11 @@ class MergedTrace {
                                            : r.namespace_ids ? namespace_placement()
                                                              : nullptr;
     const bool ts_strings = survey_.string_ts > 0 && survey_.string_ts * 2 >= survey_.timed;
-    json entry =
-        write_input_events(out, events, r, report_.convert.base_time_ns,
-                           {.salvage = o_.salvage, .placement = lanes.get(), .ts_as_string = ts_strings});
+    json entry = write_input_events(out, events, r, report_.convert.base_time_ns,
+                                    {.salvage = o_.salvage,
+                                     .placement = lanes.get(),
+                                     .ts_as_string = ts_strings,
+                                     .frame_slices = o_.frame_slices});
     entry["merged_by"] = m.matched ? json(m.by) : json(nullptr);
     MergedInput mi{.matched = m.matched, .matched_by = m.by, .start_ns = r.meta.realtime_ns};
     const json& s = entry["summary"];

@@ -38,6 +38,7 @@ struct MergeOptions {
       {};  // match only this pid of a recording (default: target's, then host's)
   mode_t mode = kDefaultOutputMode;
   bool salvage = false;
+  bool frame_slices = true;  // as ConvertOptions::frame_slices
 };
 
 struct MergedInput {

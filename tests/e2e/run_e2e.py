@@ -553,6 +553,10 @@ def scenario_convert_bad_input(gilspy, python):
         check(not os.path.exists(os.path.join(d, "out.json")), f"{name}: an output file was left behind")
     out = run_gilspy(gilspy, "convert", "-i", os.path.join(d, "missing.json"), "-o", os.path.join(d, "o.json"))
     one_line_error(out, "missing.json")
+    # --no-stacks (no frame slices in a trace) says nothing to folded stacks: refused, not ignored.
+    out = run_gilspy(gilspy, "convert", "-i", single_raw(good_dir), "--format", "collapsed", "--no-stacks")
+    one_line_error(out, "--no-stacks")
+    check(out.returncode == 2, f"--no-stacks with --format collapsed: exit {out.returncode}, expected 2")
     # The output is an input (itself, or through a link): refused, the recording left as it was.
     rec = os.path.join(d, "rec.json")
     with open(rec, "wb") as f:

@@ -51,8 +51,8 @@ def scenario_summary_many_threads(gilspy, python):
         rows = summary_rows(out.stdout)
         # At most the 20 busiest; the idle threads (0.0 / 0.0) are only in the rest line, however many there are.
         check(3 <= len(rows) <= 20, f"{len(rows)} rows, expected the busy threads and at most 20:\n{out.stdout}")
-        shares = re.findall(r"^\s+(?:\d+|-)\s{2}.*?\s(\d+\.\d)\s+(\d+\.\d)\s+\S+\s+\d+\s+\S+ ms\s+\S+ ms$", out.stdout,
-                            re.M)
+        shares = re.findall(r"^\s+(?:\d+|-)\s{2}.*?\s(\d+\.\d)\s+\S+ m?u?s\s+(\d+\.\d)\s+\S+\s+\d+\s+\S+ ms\s+\S+ ms$",
+                            out.stdout, re.M)
         check(len(shares) == len(rows) and not any(h == "0.0" and wt == "0.0" for h, wt in shares),
               f"a row of 0.0 / 0.0 among the busiest: {shares}\n{out.stdout}")
         top3 = {int(tid) for tid, _ in rows[:3] if tid != "-"}

@@ -228,6 +228,16 @@ TEST_CASE("record summary: 300 threads fit a screen and name the busiest; --thre
   CHECK(contains(text, "20 rows for 301 threads"));
   // The busiest row comes before the 20th.
   CHECK(text.find("thread 399") < text.find("thread 380"));
+  // Each row says the time held, beside the share: thread 399 held 3.00 s (30.0 % of its 10 s), 380 2.81 s.
+  CHECK(contains(text, "HELD"));
+  const auto row_of = [&](const std::string& name) {
+    for (const auto& l : lines) {
+      if (contains(l, name + " ")) return l;
+    }
+    return std::string();
+  };
+  CHECK(contains(row_of("thread 399"), " 30.0    3.00 s "));
+  CHECK(contains(row_of("thread 380"), " 28.1    2.81 s "));
 
   const std::string all = summary_text(r, 0);
   for (int tid = 100; tid < 400; ++tid) CHECK(contains(all, "thread " + std::to_string(tid)));

@@ -331,6 +331,28 @@ TEST_CASE("trace: a hold names its function and carries its stack; frames nest i
   CHECK(wait_seen);
 }
 
+TEST_CASE("trace without frame slices (convert --no-stacks): the holds keep their stacks in args") {
+  TempDir dir;
+  const std::string raw_path = write(dir, recording());
+  const std::string trace = dir / "t.trace.json";
+  cv::convert_to_chrome_trace({raw_path}, trace, {.frame_slices = false});
+  const std::string text = slurp(trace);
+  const auto check = gilspy::test::check_chrome_trace(text);
+  CHECK_MESSAGE(check.ok(), (check.problems.empty() ? "" : check.problems.front()));
+  int frames = 0, holds = 0;
+  const json doc = json::parse(text);
+  for (const json& e : doc["traceEvents"]) {
+    frames += e.value("cat", "") == "stack" ? 1 : 0;
+    if (e["ph"] == "X" && e["tid"] == 501 && e["name"] == "hold_gil") {
+      ++holds;
+      CHECK(e["args"]["function"] == "hog");
+      CHECK(e["args"]["stack"] == json::array({"hog (/w.py:5)", "run (/w.py:1)"}));
+    }
+  }
+  CHECK(frames == 0);
+  CHECK(holds == 1);
+}
+
 TEST_CASE("trace check: frame slices may nest inside the slice they start in, nothing else may") {
   auto problems = [](const std::string& events) {
     return gilspy::test::check_chrome_trace("{\"traceEvents\":[" + events + "]}").problem_count;
