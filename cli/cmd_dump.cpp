@@ -18,13 +18,8 @@
 namespace gilspy::cli {
 namespace {
 
-struct DumpOptions {
-  int pid = 0;
-  bool json = false;
-  double wait_s = 2.0;
+struct DumpOptions : LookOptions {
   double watch_s = 0.1;
-  bool strict_version = false;
-  bool any_user = false;
 };
 
 // The GIL read every millisecond for a while: whether it changed hands, and whether one thread held it all
@@ -211,29 +206,14 @@ Runner add_dump_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "dump", "Print every thread's Python stack now, with who holds the GIL and who waits");
   cmd->footer(
-      "Watches the GIL for --watch seconds (is it changing hands at all, or held by one thread all along, "
-      "as\n"
-      "in a hung service?), then prints each thread's Python stack, innermost call first: the holder first,\n"
-      "then the threads waiting for the GIL, then the rest with what the kernel says they are blocked in.\n"
-      "The target is not stopped: the holder's stack is read while it runs (read again until two reads\n"
-      "agree). --json prints the same as one JSON object.");
-  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")
-      ->required()
-      ->check(positive_number())
-      ->type_name("PID");
-  cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
+      "Watches the GIL for --watch seconds (does it change hands at all, or does one thread hold it all\n"
+      "along, as in a hung service?), then prints each thread's Python stack, innermost call first: the\n"
+      "holder first, then the threads waiting for the GIL, then the rest with what the kernel says they\n"
+      "are blocked in. The target is not stopped: the holder's stack is read while it runs (read again\n"
+      "until a read is not torn). --json prints the same as one JSON object.");
+  add_look_options(cmd, *opts);
   cmd->add_option("--watch", opts->watch_s, "Seconds to watch the GIL before the stacks are read")
       ->default_val(0.1)
-      ->check(CLI::Range(0.0, 60.0));
-  cmd->add_flag("--any-user", opts->any_user,
-                "Not run as root (file capabilities): also another user's process; without it gilspy reads "
-                "only its own user's");
-  cmd->add_flag(
-      "--strict-version", opts->strict_version,
-      "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
-  cmd->add_option("--wait", opts->wait_s,
-                  "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
-      ->default_val(2.0)
       ->check(non_negative_number());
   return [opts] { return run_dump(*opts); };
 }

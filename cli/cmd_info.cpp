@@ -17,13 +17,7 @@
 namespace gilspy::cli {
 namespace {
 
-struct InfoOptions {
-  int pid = 0;
-  bool json = false;
-  double wait_s = 2.0;
-  bool strict_version = false;
-  bool any_user = false;
-};
+using InfoOptions = LookOptions;
 
 std::string hex(uint64_t v) {
   return fmt::format("0x{:x}", v);
@@ -124,21 +118,7 @@ Runner add_info_command(CLI::App& app) {
       "Prints the Python version and build, where the runtime and the GIL are, the switch interval, and per\n"
       "thread (OS thread id) whether it holds the GIL, waits for it, or neither, with what the kernel says\n"
       "the thread is doing. --json prints the same as one JSON object.");
-  cmd->add_option("-p,--pid", opts->pid, "Process id of the Python process")
-      ->required()
-      ->check(positive_number())
-      ->type_name("PID");
-  cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
-  cmd->add_flag("--any-user", opts->any_user,
-                "Not run as root (file capabilities): also another user's process; without it gilspy reads "
-                "only its own user's");
-  cmd->add_flag(
-      "--strict-version", opts->strict_version,
-      "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
-  cmd->add_option("--wait", opts->wait_s,
-                  "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
-      ->default_val(2.0)
-      ->check(non_negative_number());
+  add_look_options(cmd, *opts);
   return [opts] { return run_info(*opts); };
 }
 

@@ -7,9 +7,28 @@
 
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
+#include "cli/commands.hpp"
 #include "sampler/target/attach.hpp"
 
 namespace gilspy::cli {
+
+void add_look_options(CLI::App* cmd, LookOptions& o) {
+  cmd->add_option("-p,--pid", o.pid, "Process id of the Python process")
+      ->required()
+      ->check(positive_number())
+      ->type_name("PID");
+  cmd->add_flag("--json", o.json, "Print one JSON object instead of text");
+  cmd->add_flag("--any-user", o.any_user,
+                "Not run as root (file capabilities): also another user's process; without it gilspy reads "
+                "only its own user's");
+  cmd->add_flag(
+      "--strict-version", o.strict_version,
+      "Refuse a Python newer than gilspy knows, even when its _Py_DebugOffsets read as the newest known");
+  cmd->add_option("--wait", o.wait_s,
+                  "Seconds to keep retrying while the interpreter is still starting (no GIL yet)")
+      ->default_val(2.0)
+      ->check(non_negative_number());
+}
 
 sampler::Interpreter attach_for_look(int pid, double wait_s, sampler::RemoteMemoryReader& reader) {
   char exe[4096] = {};

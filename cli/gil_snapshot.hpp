@@ -1,6 +1,7 @@
 #pragma once
 // One look at a running interpreter, for `info` and `dump`: attach (waiting for a starting interpreter), and
 // the GIL with every thread's role read at one moment.
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ struct GilSnapshot {
   int64_t holder_tid = 0;
   bool consistent = false;  // the GIL did not change hands while the threads were read
 };
+
+// What info and dump are told: the process, and how to read it.
+struct LookOptions {
+  int pid = 0;
+  bool json = false;
+  double wait_s = 2.0;
+  bool strict_version = false;
+  bool any_user = false;
+};
+// -p, --json, --any-user, --strict-version, --wait on `cmd`, into `o`.
+void add_look_options(CLI::App* cmd, LookOptions& o);
 
 // Attaches to `pid`; a python executable that has not mapped libpython yet is waited for up to `wait_s`,
 // anything else is refused at once.

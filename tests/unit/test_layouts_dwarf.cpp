@@ -18,6 +18,7 @@
 #include "base/error.hpp"
 #include "cpython_layouts/layout.hpp"
 #include "elfutils/python_binary.hpp"
+#include "support/dwarf_expect.hpp"
 #include "support/dwarf_types.hpp"
 #include "unit/pyenv_installs.hpp"
 
@@ -34,34 +35,10 @@ using gilspy::testing::Install;
 using gilspy::testing::installs_of;
 using gilspy::testing::pyenv_root;
 
-std::string show(std::optional<uint64_t> v) {
-  return v ? std::to_string(*v) : std::string("absent");
-}
-
-// One table field against DWARF; the message names the version, field and both numbers.
-void expect(const std::string& version, const std::string& field, std::optional<uint64_t> table,
-            std::optional<uint64_t> dwarf) {
-  CHECK_MESSAGE(table == dwarf, "python " << version << " " << field << ": table " << show(table)
-                                          << ", DWARF " << show(dwarf));
-}
-
-// A typed table field: its offset, and its type's width against the member's (a wrong width reads a
-// neighbour's bytes or half a value).
-template <class T>
-void expect_field(const std::string& version, const std::string& field, gilspy::Field<T> table,
-                  const DwarfTypes& d, std::string_view type, std::string_view member) {
-  expect(version, field, table.off, d.offset_of(type, member));
-  expect(version, field + " width", sizeof(T), d.member_size(type, member));
-}
-
-template <class T>
-std::optional<uint64_t> opt(const gilspy::OptField<T>& v) {
-  return v ? std::optional<uint64_t>(v->off) : std::nullopt;
-}
-
-std::optional<uint64_t> opt(gilspy::layouts::OptOff v) {
-  return v ? std::optional<uint64_t>(*v) : std::nullopt;
-}
+using gilspy::testing::expect;
+using gilspy::testing::expect_field;
+using gilspy::testing::opt;
+using gilspy::testing::show;
 
 // --- A bit field's bit position, straight from libdwarf (DwarfTypes::offset_of only gives bytes). ---------
 // The first complete `struct <tag>`; its member `outer` (an inline struct); that struct's member `field`:

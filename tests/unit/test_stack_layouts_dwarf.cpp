@@ -15,6 +15,7 @@
 #include "cpython_layouts/debug_offsets.hpp"
 #include "cpython_layouts/stack_layout.hpp"
 #include "elfutils/elf_image.hpp"
+#include "support/dwarf_expect.hpp"
 #include "support/dwarf_types.hpp"
 #include "unit/pyenv_installs.hpp"
 
@@ -25,38 +26,11 @@ using gilspy::elf::DwarfTypes;
 namespace unit_stack_layouts_dwarf {
 namespace {
 
-std::string show(std::optional<uint64_t> v) {
-  return v ? std::to_string(*v) : std::string("absent");
-}
-
-void expect(const std::string& version, const std::string& field, std::optional<uint64_t> table,
-            std::optional<uint64_t> dwarf) {
-  CHECK_MESSAGE(table == dwarf, "python " << version << " " << field << ": table " << show(table)
-                                          << ", DWARF " << show(dwarf));
-}
-
-std::optional<uint64_t> opt(std::optional<uint32_t> v) {
-  return v ? std::optional<uint64_t>(*v) : std::nullopt;
-}
-
-// A typed field: where it lies and how wide it is, both against the DWARF.
-template <class T>
-void expect_field(const std::string& version, const std::string& field, gilspy::Field<T> table,
-                  const DwarfTypes& d, std::string_view type, std::string_view member) {
-  expect(version, field, table.off, d.offset_of(type, member));
-  expect(version, field + " width", sizeof(T), d.member_size(type, member));
-}
-
-// A typed field some versions lack: absent in both, or present in both at the same place and width.
-template <class T>
-void expect_opt_field(const std::string& version, const std::string& field, const gilspy::OptField<T>& table,
-                      const DwarfTypes& d, std::string_view type, std::string_view member) {
-  if (!table) {
-    expect(version, field, std::nullopt, d.offset_of(type, member));
-    return;
-  }
-  expect_field(version, field, *table, d, type, member);
-}
+using gilspy::testing::expect;
+using gilspy::testing::expect_field;
+using gilspy::testing::expect_opt_field;
+using gilspy::testing::opt;
+using gilspy::testing::show;
 
 void check_stack_layout(const gl::StackLayout& s, int minor, const gilspy::testing::Install& install) {
   const std::string& v = install.version;
