@@ -41,71 +41,27 @@ const char* to_string(TaskState s) {
 }
 
 const char* syscall_name(long nr) {
-  // x86-64 numbers (arch/x86/entry/syscalls/syscall_64.tbl)
-  switch (nr) {
-    case 0:
-      return "read";
-    case 1:
-      return "write";
-    case 7:
-      return "poll";
-    case 17:
-      return "pread64";
-    case 18:
-      return "pwrite64";
-    case 19:
-      return "readv";
-    case 20:
-      return "writev";
-    case 23:
-      return "select";
-    case 34:
-      return "pause";
-    case 35:
-      return "nanosleep";
-    case 42:
-      return "connect";
-    case 43:
-      return "accept";
-    case 44:
-      return "sendto";
-    case 45:
-      return "recvfrom";
-    case 46:
-      return "sendmsg";
-    case 47:
-      return "recvmsg";
-    case 61:
-      return "wait4";
-    case 72:
-      return "fcntl";
-    case 74:
-      return "fsync";
-    case 202:
-      return "futex";
-    case 230:
-      return "clock_nanosleep";
-    case 232:
-      return "epoll_wait";
-    case 247:
-      return "waitid";
-    case 270:
-      return "pselect6";
-    case 271:
-      return "ppoll";
-    case 281:
-      return "epoll_pwait";
-    case 288:
-      return "accept4";
-    case 299:
-      return "recvmmsg";
-    case 307:
-      return "sendmmsg";
-    case 441:
-      return "epoll_pwait2";
-    default:
-      return nullptr;
+  // x86-64 numbers (arch/x86/entry/syscalls/syscall_64.tbl): the calls a blocked thread is usually in.
+  struct Named {
+    long nr;
+    const char* name;
+  };
+  static constexpr Named kCalls[] = {
+      {0, "read"},         {1, "write"},         {7, "poll"},
+      {17, "pread64"},     {18, "pwrite64"},     {19, "readv"},
+      {20, "writev"},      {23, "select"},       {34, "pause"},
+      {35, "nanosleep"},   {42, "connect"},      {43, "accept"},
+      {44, "sendto"},      {45, "recvfrom"},     {46, "sendmsg"},
+      {47, "recvmsg"},     {61, "wait4"},        {72, "fcntl"},
+      {74, "fsync"},       {202, "futex"},       {230, "clock_nanosleep"},
+      {232, "epoll_wait"}, {247, "waitid"},      {270, "pselect6"},
+      {271, "ppoll"},      {281, "epoll_pwait"}, {288, "accept4"},
+      {299, "recvmmsg"},   {307, "sendmmsg"},    {441, "epoll_pwait2"},
+  };
+  for (const Named& c : kCalls) {
+    if (c.nr == nr) return c.name;
   }
+  return nullptr;
 }
 
 bool is_waiting_for_gil(TaskState s) {
