@@ -11,8 +11,6 @@
 #include "base/terminal_text.hpp"
 #include "cli/commands.hpp"
 #include "cli/gil_snapshot.hpp"
-#include "cli/process_discovery.hpp"
-#include "cli/version_policy.hpp"
 #include "sampler/stacks/thread_dump.hpp"
 
 namespace gilspy::cli {
@@ -175,27 +173,17 @@ nlohmann::json dump_json(int pid, const sampler::Interpreter& in, const GilSnaps
 }
 
 int run_dump(const DumpOptions& o) {
-  require_process_id(o.pid);
-  check_target_owner(o.pid, o.any_user);
-  sampler::RemoteMemoryReader reader(o.pid);
-  const auto in = attach_for_look(o.pid, o.wait_s, reader);
-  apply_version_policy(in, o.strict_version);
-  sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
-  std::vector<sampler::ThreadRef> refs(sampler::ThreadWalker::kMaxThreads);
-  bool truncated = false;
-  refs.resize(walker.walk(reader, refs, &truncated));
-  const GilWatch w = watch_gil(reader, in, o.watch_s);
-  const GilSnapshot snap = read_gil_snapshot(o.pid, reader, in, refs);
-  sampler::ThreadDump dump(in, reader);
+  const LookedAt t = look_at(o);
+  const GilWatch w = watch_gil(*t.reader, t.in, o.watch_s);
+  const GilSnapshot snap = read_gil_snapshot(o.pid, *t.reader, t.in, t.threads);
+  sampler::ThreadDump dump(t.in, *t.reader);
   const auto threads = dump_threads(snap, dump);
   if (o.json) {
-    // Names and file names may be any bytes: invalid UTF-8 is replaced rather than failing the dump.
-    fmt::print("{}\n", dump_json(o.pid, in, snap, w, threads)
-                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    print_json_line(dump_json(o.pid, t.in, snap, w, threads));
     return 0;
   }
-  print_dump_text(o.pid, in, snap, w, threads);
-  if (truncated) fmt::print("\n... more than {} threads; the rest are not shown\n", refs.size());
+  print_dump_text(o.pid, t.in, snap, w, threads);
+  if (t.truncated) fmt::print("\n... more than {} threads; the rest are not shown\n", t.threads.size());
   return 0;
 }
 

@@ -9,8 +9,6 @@
 #include "base/terminal_text.hpp"
 #include "cli/commands.hpp"
 #include "cli/gil_snapshot.hpp"
-#include "cli/process_discovery.hpp"
-#include "cli/version_policy.hpp"
 #include "sampler/proc/task_syscall.hpp"
 #include "sampler/target/threads.hpp"
 
@@ -88,23 +86,13 @@ void print_info_text(int pid, const sampler::Interpreter& in, const GilSnapshot&
 }
 
 int run_info(const InfoOptions& o) {
-  require_process_id(o.pid);
-  check_target_owner(o.pid, o.any_user);
-  sampler::RemoteMemoryReader reader(o.pid);
-  const auto in = attach_for_look(o.pid, o.wait_s, reader);
-  apply_version_policy(in, o.strict_version);
-  sampler::ThreadWalker walker(o.pid, in.layout, in.interp_addr);
-  std::vector<sampler::ThreadRef> threads(sampler::ThreadWalker::kMaxThreads);
-  bool truncated = false;
-  threads.resize(walker.walk(reader, threads, &truncated));
-  const GilSnapshot snap = read_gil_snapshot(o.pid, reader, in, threads);
+  const LookedAt t = look_at(o);
+  const GilSnapshot snap = read_gil_snapshot(o.pid, *t.reader, t.in, t.threads);
   if (o.json) {
-    const nlohmann::json j = info_json(o.pid, in, snap, truncated, walker.in_other_pid_namespace());
-    // A thread's name may be any bytes: invalid UTF-8 is replaced rather than failing the dump.
-    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    return 0;
+    print_json_line(info_json(o.pid, t.in, snap, t.truncated, t.other_pid_namespace));
+  } else {
+    print_info_text(o.pid, t.in, snap, t.truncated);
   }
-  print_info_text(o.pid, in, snap, truncated);
   return 0;
 }
 

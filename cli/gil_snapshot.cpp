@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/format.h>
+
 #include "base/error.hpp"
 #include "base/proc_files.hpp"
 #include "cli/commands.hpp"
+#include "cli/process_discovery.hpp"
+#include "cli/version_policy.hpp"
 #include "sampler/target/attach.hpp"
 
 namespace gilspy::cli {
@@ -38,6 +42,24 @@ sampler::Interpreter attach_for_look(int pid, double wait_s, sampler::RemoteMemo
   const bool looks_like_python = exe_name.find("/python") != std::string::npos;
   return sampler::attach(
       pid, reader, {.timeout_s = wait_s, .retry_interval_s = 0.01, .wait_for_python = looks_like_python});
+}
+
+LookedAt look_at(const LookOptions& o) {
+  require_process_id(o.pid);
+  check_target_owner(o.pid, o.any_user);
+  LookedAt l;
+  l.reader = std::make_unique<sampler::RemoteMemoryReader>(o.pid);
+  l.in = attach_for_look(o.pid, o.wait_s, *l.reader);
+  apply_version_policy(l.in, o.strict_version);
+  sampler::ThreadWalker walker(o.pid, l.in.layout, l.in.interp_addr);
+  l.threads.resize(sampler::ThreadWalker::kMaxThreads);
+  l.threads.resize(walker.walk(*l.reader, l.threads, &l.truncated));
+  l.other_pid_namespace = walker.in_other_pid_namespace();
+  return l;
+}
+
+void print_json_line(const nlohmann::json& j) {
+  fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 sampler::GilSample read_gil_now(sampler::RemoteMemoryReader& reader, const sampler::Interpreter& in) {

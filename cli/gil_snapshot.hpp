@@ -3,6 +3,8 @@
 // the GIL with every thread's role read at one moment.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,20 @@ struct LookOptions {
 };
 // -p, --json, --any-user, --strict-version, --wait on `cmd`, into `o`.
 void add_look_options(CLI::App* cmd, LookOptions& o);
+
+// A running interpreter and its threads, as info and dump begin: the pid checked (a process, one gilspy may
+// read), attached to (waiting for a starting interpreter), the version policy applied, the threads walked.
+struct LookedAt {
+  std::unique_ptr<sampler::RemoteMemoryReader> reader;
+  sampler::Interpreter in;
+  std::vector<sampler::ThreadRef> threads;
+  bool truncated = false;  // more than ThreadWalker::kMaxThreads
+  bool other_pid_namespace = false;
+};
+LookedAt look_at(const LookOptions& o);
+
+// One JSON object on one line of stdout; target text that is not UTF-8 is replaced, not an error.
+void print_json_line(const nlohmann::json& j);
 
 // Attaches to `pid`; a python executable that has not mapped libpython yet is waited for up to `wait_s`,
 // anything else is refused at once.
