@@ -28,6 +28,12 @@ constexpr int kScanEveryDrains = 10;
 // then attached to as the program it became, not as the copy of its parent it was for a moment.
 constexpr int64_t kForkSettleNs = 20'000'000;
 
+// Gone, or exited and not reaped yet (a zombie, or on its way out).
+bool has_ended(pid_t pid) {
+  const auto state = process_state(pid);
+  return !state || *state == 'Z' || *state == 'X';
+}
+
 }  // namespace
 
 // The first scan, before the session runs. Looking for every Python process: none found is an error unless
@@ -151,8 +157,7 @@ void Session::Impl::note_children_missed() {
   bool lost = false;
   take_process_events(&lost);
   for (const auto& [pid, since] : event_candidates) {
-    const auto state = process_state(pid);
-    if (!state || *state == 'Z' || *state == 'X') missed_child(pid);
+    if (has_ended(pid)) missed_child(pid);
   }
   event_candidates.clear();
   const size_t n = children_missed.size();
@@ -215,9 +220,8 @@ std::vector<RunningTarget*> Session::Impl::try_event_candidates(int64_t now) {
       continue;
     }
     const auto key = process_key(pid);
-    const auto state = process_state(pid);
-    if (!key || !state || *state == 'Z' || *state == 'X') {  // it ended before it could be tried
-      missed_child(pid);                                     // (unless a scan recorded it first)
+    if (!key || has_ended(pid)) {  // it ended before it could be tried
+      missed_child(pid);           // (unless a scan recorded it first)
       it = event_candidates.erase(it);
       continue;
     }
