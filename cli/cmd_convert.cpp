@@ -42,6 +42,7 @@ struct ConvertOptions {
   bool no_stacks = false;            // no frame slices (the GIL slices keep their stacks in args)
   std::string merge_into;            // a framework profiler's trace to add the GIL lanes to
   std::vector<std::string> pid_map;  // GILPID:TRACEPID
+  std::string align_at;              // NS or NAME@NS: when the merged trace's ts 0 (or event NAME) was
   std::string pid_namespace;         // "target" | "host" | "" (convert: host; merge: target's, then host's)
   std::string format = "trace";
   std::string weight = "contention";
@@ -86,6 +87,7 @@ void check_paths(const ConvertOptions& o, const std::string& output) {
 int run_convert(const ConvertOptions& o) {
   if (!o.merge_into.empty()) return run_merge(o);
   if (!o.pid_map.empty()) throw Error(ErrorKind::kUsage, "--pid-map is for --merge-into");
+  if (!o.align_at.empty()) throw Error(ErrorKind::kUsage, "--align-at is for --merge-into");
   if (o.no_stacks && o.format == "collapsed") {
     throw Error(ErrorKind::kUsage,
                 "--no-stacks leaves the frames out of a trace; --format collapsed is the stacks "
@@ -164,9 +166,13 @@ void print_merge_lines(const convert::MergeReport& report, const std::string& tr
     const auto& in = report.convert.inputs[i];
     const auto& mi = report.merged[i];
     if (mi.matched) {
-      fmt::print("  GIL lanes of pid {} in process {} of {}{}\n", in.meta.pid, in.trace_pid, trace,
+      const std::string process = mi.trace_pid_text.empty()
+                                      ? std::to_string(in.trace_pid)
+                                      : "\"" + escape_for_terminal(mi.trace_pid_text) + "\"";
+      fmt::print("  GIL lanes of pid {} in process {} of {}{}\n", in.meta.pid, process, trace,
                  mi.matched_by == "ns_pid"      ? " (its pid in its own PID namespace)"
                  : mi.matched_by == "--pid-map" ? " (--pid-map)"
+                 : mi.matched_by == "legacy"    ? " (the legacy profiler's only process of a program)"
                                                 : "");
     } else {
       fmt::print(
@@ -206,7 +212,9 @@ int run_merge(const ConvertOptions& o) {
                            .pid_namespace = pid_namespace_option(o.pid_namespace),
                            .mode = parse_file_mode_option(o.file_mode),
                            .salvage = o.salvage,
-                           .frame_slices = !o.no_stacks};
+                           .frame_slices = !o.no_stacks,
+                           .align_at = {}};
+  if (!o.align_at.empty()) mo.align_at = convert::parse_align_at(o.align_at);
   for (const auto& item : o.pid_map) mo.pid_map.push_back(convert::parse_pid_map(item));
   convert::MergeReport report;
   try {
@@ -217,11 +225,12 @@ int run_merge(const ConvertOptions& o) {
   }
   print_input_lines(report.convert, true);
   print_merge_lines(report, escape_for_terminal(o.merge_into));
-  fmt::print(
-      "wrote {} ({}{} profiler events kept, {} GIL events added; times on {})\n",
-      escape_for_terminal(report.convert.output), report.output_gzip ? "gzip, " : "", report.trace_events,
-      report.convert.events_written,
-      report.absolute_times ? "the epoch (the trace has no baseTimeNanoseconds)" : "its baseTimeNanoseconds");
+  fmt::print("wrote {} ({}{} profiler events kept, {} GIL events added; times on {})\n",
+             escape_for_terminal(report.convert.output), report.output_gzip ? "gzip, " : "",
+             report.trace_events, report.convert.events_written,
+             report.aligned_by_option ? "--align-at (ts 0 at " + utc_text(report.convert.base_time_ns) + ")"
+             : report.absolute_times  ? "the epoch (the trace has no baseTimeNanoseconds)"
+                                      : "its baseTimeNanoseconds");
   std::fflush(stdout);
   print_input_warnings(report.convert);
   return 0;
@@ -279,11 +288,12 @@ constexpr const char* kConvertFooter =
     "if\n"
     "it is a regular file of the same user, never through a link. Mode 0600 unless --file-mode.\n"
     "Several ranks come out in rank order. --merge-into TRACE adds the GIL lanes to a PyTorch profiler\n"
-    "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip) or Ascend's trace_view.json instead: the\n"
-    "profiler's events and members are kept as they are, the lanes go into the process of the recording's\n"
-    "pid ('GIL <tid> (<name>)' on tids of their own), aligned on CLOCK_REALTIME; --pid-map "
-    "GILPID:TRACEPID\n"
-    "when the profiler saw another pid.";
+    "(Kineto) trace (.json or .json.gz; -o X.gz writes gzip), Ascend's trace_view.json or the legacy\n"
+    "profiler's export_chrome_trace instead: the profiler's events and members are kept as they are, the\n"
+    "lanes go into the process of the recording's pid ('GIL <tid> (<name>)' on tids of their own), aligned\n"
+    "on CLOCK_REALTIME; --pid-map GILPID:TRACEPID when the profiler saw another pid. The legacy profiler\n"
+    "(python3-torch without Kineto) writes times after its start, which its file does not hold: give it\n"
+    "with --align-at NS (time.time_ns() when the profiler started) or NAME@NS (an event of yours).";
 
 }  // namespace
 
@@ -329,9 +339,16 @@ Runner add_convert_command(CLI::App& app) {
   cmd->add_option(
          "--pid-map", opts->pid_map,
          "With --merge-into: a recording's pid and the trace's pid of the same process when they differ "
-         "(a container, another host); repeat or comma-separate")
+         "(a container, another host; a string pid such as 'CPU functions' of PyTorch's legacy profiler); "
+         "repeat or comma-separate")
       ->delimiter(',')
       ->type_name("GILPID:TRACEPID");
+  cmd->add_option("--align-at", opts->align_at,
+                  "With --merge-into: when the trace's ts 0 was, in ns since the epoch (e.g. time.time_ns() "
+                  "just before the profiler started), or NAME@NS: when its first event named NAME began. "
+                  "Needed for traces whose times are not on the epoch and have no baseTimeNanoseconds "
+                  "(PyTorch's legacy profiler); overrides the trace's own")
+      ->type_name("NS|NAME@NS");
   cmd->add_option(
          "--pid-namespace", opts->pid_namespace,
          "For a target in a container: show its own pid and tids (target, as the program and a profiler "

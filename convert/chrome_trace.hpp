@@ -55,9 +55,10 @@ inline constexpr int64_t kWaitersTid = 4'194'304;
 struct ConvertInputReport {
   std::string path;
   raw::Meta meta;
-  int64_t trace_pid = 0;  // the pid of its process in the trace (meta.pid unless that clashed)
-  size_t records = 0;     // raw events read
-  size_t events = 0;      // trace events written for it
+  int64_t trace_pid = 0;       // the pid of its process in the trace (meta.pid unless that clashed)
+  std::string trace_pid_text;  // merged into a string pid ("CPU functions"): it, written for trace_pid
+  size_t records = 0;          // raw events read
+  size_t events = 0;           // trace events written for it
   size_t adjusted = 0;    // slices or counter samples moved so that a lane stays ordered and non-overlapping
   bool complete = false;  // false: a recording cut short, converted up to its last complete event
   bool corrupt = false;   // (salvage only) a damaged file, converted up to the damage

@@ -367,7 +367,8 @@ class InputConverter {
     const raw::Meta& m = report_.meta;
     return {{"path", report_.path},
             {"pid", m.pid},
-            {"trace_pid", report_.trace_pid},
+            {"trace_pid",
+             report_.trace_pid_text.empty() ? json(report_.trace_pid) : json(report_.trace_pid_text)},
             {"rank", m.rank},
             {"python_version", m.python_version},
             {"hostname", m.hostname},
@@ -413,7 +414,7 @@ class InputConverter {
 
 json write_input_events(JsonWriter& out, size_t& events, ConvertInputReport& report, int64_t base_ns,
                         const InputEventsOptions& options) {
-  EventWriter writer(out, events, options.placement, options.ts_as_string);
+  EventWriter writer(out, events, options.placement, options.ts_as_string, report.trace_pid_text);
   std::ifstream in = open_input(report.path);
   InputConverter conv(writer, report, base_ns, options.frame_slices);
   const raw::ReadResult result = raw::read(

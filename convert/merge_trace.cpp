@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -19,132 +21,13 @@
 #include "convert/json_writer.hpp"
 #include "convert/merge_lanes.hpp"
 #include "convert/namespace_lanes.hpp"
+#include "convert/trace_survey.hpp"
 #include "gilspy_version.hpp"
 
 namespace gilspy::convert {
 namespace {
 
 using nlohmann::json;
-
-// A ts or dur as the trace writes it (µs: an integer, a float, or Ascend's string "1736405443863674.400") in
-// ns; nullopt for anything else.
-std::optional<int64_t> trace_ns(const json& v) {
-  constexpr double kLimitUs = 9.2e15;  // int64 ns
-  if (v.is_number_integer()) {
-    const double us = v.get<double>();
-    if (std::fabs(us) >= kLimitUs) return std::nullopt;
-    return v.get<int64_t>() * 1000;
-  }
-  if (v.is_number_float()) {
-    const double us = v.get<double>();
-    if (!std::isfinite(us) || std::fabs(us) >= kLimitUs) return std::nullopt;
-    return std::llround(us * 1000.0);
-  }
-  if (!v.is_string()) return std::nullopt;
-  // Decimal text, read exactly: whole µs, then up to three decimals (more are cut).
-  const std::string& s = v.get_ref<const std::string&>();
-  const size_t dot = s.find('.');
-  int64_t whole = 0;
-  const char* first = s.data();
-  const char* dot_at = s.data() + (dot == std::string::npos ? s.size() : dot);
-  const auto r = std::from_chars(first, dot_at, whole);
-  if (r.ec != std::errc() || r.ptr != dot_at || std::fabs(static_cast<double>(whole)) >= kLimitUs)
-    return std::nullopt;
-  int64_t frac = 0;
-  if (dot != std::string::npos) {
-    int digits = 0;
-    for (size_t i = dot + 1; i < s.size(); ++i) {
-      if (s[i] < '0' || s[i] > '9') return std::nullopt;
-      if (digits < 3) {
-        frac = frac * 10 + (s[i] - '0');
-        ++digits;
-      }
-    }
-    while (digits++ < 3) frac *= 10;
-  }
-  return whole * 1000 + (s.front() == '-' ? -frac : frac);
-}
-
-struct TraceProcess {
-  std::string name;
-  std::set<int64_t> tids;
-};
-
-// Pass 1 over the trace: its shape, time base, processes and their tids, the span of its events.
-class TraceSurvey final : public TraceScanHandler {
- public:
-  explicit TraceSurvey(const std::string& path) : path_(path) {}
-  const std::string& path() const { return path_; }
-
-  void shape(TraceShape s) override { shape_ = s; }
-  void member(std::string_view key, std::string_view text) override {
-    keys.insert(std::string(key));
-    // Copied byte for byte: it must be JSON (the scanner checks only the structure around it).
-    const json m = json::parse("{" + std::string(text) + "}", nullptr, false);
-    if (m.is_discarded() || m.size() != 1) {
-      throw Error(ErrorKind::kBadInput,
-                  fmt::format("{} is not a trace gilspy can merge into: its member \"{}\" is "
-                              "not valid JSON",
-                              path_, std::string(key.substr(0, 64))));
-    }
-    if (key != "baseTimeNanoseconds") return;
-    const json& v = m.begin().value();
-    if (!v.is_number_integer() || v.get<double>() < 0 || v.get<double>() > 9.2e18) {
-      throw Error(ErrorKind::kBadInput, path_ + ": baseTimeNanoseconds is not a time in nanoseconds");
-    }
-    base_ns = v.get<int64_t>();
-  }
-  void events_begin() override {}
-  void event(std::string_view text) override {
-    ++events;
-    const json e = json::parse(text, nullptr, false);
-    if (e.is_discarded()) {
-      throw Error(ErrorKind::kBadInput,
-                  fmt::format("{} is not a trace gilspy can merge into: its event #{} is not "
-                              "valid JSON",
-                              path_, events));
-    }
-    if (!e.is_object()) return;
-    const auto pid = e.find("pid");
-    const auto ph = e.find("ph");
-    const bool metadata = ph != e.end() && ph->is_string() && *ph == "M";
-    if (pid != e.end() && pid->is_number_integer()) {
-      TraceProcess& p = processes[pid->get<int64_t>()];
-      const auto tid = e.find("tid");
-      if (tid != e.end() && tid->is_number_integer()) p.tids.insert(tid->get<int64_t>());
-      const auto name = e.find("name");
-      if (metadata && name != e.end() && *name == "process_name") {
-        const auto args = e.find("args");
-        if (args != e.end() && args->is_object() && args->contains("name") && (*args)["name"].is_string()) {
-          p.name = (*args)["name"].get<std::string>();
-        }
-      }
-    }
-    const auto ts = e.find("ts");
-    if (ts == e.end() || metadata) return;
-    if (ts->is_string()) ++string_ts;
-    ++timed;
-    const auto t = trace_ns(*ts);
-    if (!t) return;
-    int64_t end = *t;
-    if (const auto dur = e.find("dur"); dur != e.end()) {
-      if (const auto d = trace_ns(*dur); d && *d > 0) end += *d;
-    }
-    first_ns = std::min(first_ns, *t);
-    last_ns = std::max(last_ns, end);
-  }
-  void events_end() override {}
-
-  TraceShape shape_ = TraceShape::kObject;
-  std::optional<int64_t> base_ns;
-  std::set<std::string> keys;
-  std::map<int64_t, TraceProcess> processes;
-  size_t events = 0, timed = 0, string_ts = 0;
-  int64_t first_ns = std::numeric_limits<int64_t>::max(), last_ns = std::numeric_limits<int64_t>::min();
-
- private:
-  const std::string& path_;
-};
 
 // Pass 2: the trace copied, traceEvents first, the GIL events at the end of its events.
 class TraceCopy final : public TraceScanHandler {
@@ -204,18 +87,41 @@ struct Match {
 Match match_input(const raw::Meta& m, const MergeOptions& o, const TraceSurvey& t) {
   for (const auto& [gil, trace] : o.pid_map) {
     if (gil != m.pid && (m.ns_pid == 0 || gil != m.ns_pid)) continue;
-    if (!t.processes.contains(trace)) {
+    const std::optional<int64_t> key = t.find_process(trace);
+    if (!key) {
       throw Error(ErrorKind::kBadInput,
                   fmt::format("--pid-map {}:{}: {} has no process {}", gil, trace, o.trace, trace));
     }
     const bool ns = o.pid_namespace ? *o.pid_namespace == PidNamespace::kTarget : m.ns_pid != 0;
-    return {true, trace, "--pid-map", ns && m.ns_pid != 0};
+    return {true, *key, "--pid-map", ns && m.ns_pid != 0};
   }
   const bool target_ok = !o.pid_namespace || *o.pid_namespace == PidNamespace::kTarget;
   const bool host_ok = !o.pid_namespace || *o.pid_namespace == PidNamespace::kHost || m.ns_pid == 0;
   if (target_ok && m.ns_pid != 0 && t.processes.contains(m.ns_pid)) return {true, m.ns_pid, "ns_pid", true};
   if (host_ok && t.processes.contains(m.pid)) return {true, m.pid, "pid", false};
   return {};
+}
+
+// A process of a program, not a GPU's or a span lane's: named, or with threads.
+bool program_process(const TraceProcess& p) {
+  return !p.name.empty() || p.tids.size() > 1;
+}
+
+// PyTorch's legacy profiler's trace has one program process, "CPU functions" (C++'s RecordProfile writes
+// "CPU Functions"), and no pid a recording could match: its key, when that is so.
+std::optional<int64_t> legacy_cpu_process(const TraceSurvey& t) {
+  std::optional<int64_t> found;
+  for (const auto& [key, p] : t.processes) {
+    std::string lower = p.pid_text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (lower == "cpu functions") {
+      found = key;
+    } else if (p.pid_text.empty() && program_process(p)) {
+      return std::nullopt;
+    }
+  }
+  return found;
 }
 
 std::string no_match_message(const std::vector<ConvertInputReport>& inputs, const TraceSurvey& t,
@@ -227,14 +133,14 @@ std::string no_match_message(const std::vector<ConvertInputReport>& inputs, cons
   }
   std::string theirs;
   size_t shown = 0;
-  for (const auto& [pid, p] : t.processes) {
-    if (p.name.empty() && p.tids.size() <= 1) continue;  // a GPU or a span lane, not a program's process
+  for (const auto& [key, p] : t.processes) {
+    if (!program_process(p)) continue;
     if (++shown > 8) {
       theirs += ", ...";
       break;
     }
-    theirs +=
-        fmt::format("{}{}{}", theirs.empty() ? "" : ", ", pid, p.name.empty() ? "" : " (" + p.name + ")");
+    theirs += fmt::format("{}{}{}", theirs.empty() ? "" : ", ", t.pid_label(key),
+                          p.name.empty() ? "" : " (" + p.name + ")");
   }
   return fmt::format(
       "none of the recordings' pids ({}) is a process of {}{}; if the profiler saw the program "
@@ -243,8 +149,40 @@ std::string no_match_message(const std::vector<ConvertInputReport>& inputs, cons
       theirs.empty() ? " (it has no process of a program)" : ", whose processes are " + theirs);
 }
 
+// Before 2001-09-09 (10^18 ns): no trace of a program gilspy can record was written then, so a trace whose
+// events start earlier has ts on some other origin (the legacy profiler's start: 12.3 µs).
+constexpr int64_t kEpochTimesFromNs = 1'000'000'000'000'000'000;
+
+// The ns since the epoch of the trace's ts 0: --align-at, else baseTimeNanoseconds, else the epoch (absolute
+// µs), which times that cannot be since the epoch refute.
+void place_trace_times(const TraceSurvey& survey, const MergeOptions& o, MergeReport& report) {
+  if (o.align_at) {
+    if (!o.align_at->marker.empty() && !survey.marker_ns) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("--align-at {}@{}: {} has no event named \"{}\"", o.align_at->marker,
+                              o.align_at->ns, o.trace, o.align_at->marker));
+    }
+    report.aligned_by_option = true;
+    report.convert.base_time_ns = o.align_at->ns - survey.marker_ns.value_or(0);
+    return;
+  }
+  report.absolute_times = survey.shape_ == TraceShape::kArray || !survey.base_ns;
+  report.convert.base_time_ns = report.absolute_times ? 0 : *survey.base_ns;
+  if (report.absolute_times && survey.first_ns <= survey.last_ns && survey.first_ns < kEpochTimesFromNs) {
+    throw Error(
+        ErrorKind::kBadInput,
+        fmt::format("{} cannot be aligned with the recordings: it has no baseTimeNanoseconds and its ts are "
+                    "not times since the epoch (its first event is at {:.3f} ms: after the profiler "
+                    "started, as PyTorch's legacy profiler writes them, a moment the file does not hold); "
+                    "give that moment: --align-at NS (ns since the epoch of ts 0, e.g. time.time_ns() just "
+                    "before the profiler started), or --align-at NAME@NS (when the first event named NAME "
+                    "began)",
+                    o.trace, static_cast<double>(survey.first_ns) / 1e6));
+  }
+}
+
 // Pass 1 over the trace: what it is and holds, into the report.
-void survey_trace(TraceSurvey& survey, MergeReport& report) {
+void survey_trace(TraceSurvey& survey, const MergeOptions& o, MergeReport& report) {
   {
     InputBytes in(survey.path());
     report.input_gzip = in.compressed();
@@ -252,13 +190,13 @@ void survey_trace(TraceSurvey& survey, MergeReport& report) {
   }
   report.shape = survey.shape_;
   report.trace_events = survey.events;
-  report.absolute_times = survey.shape_ == TraceShape::kArray || !survey.base_ns;
-  report.convert.base_time_ns = report.absolute_times ? 0 : *survey.base_ns;
+  place_trace_times(survey, o, report);
   if (survey.first_ns <= survey.last_ns) {
     report.trace_start_ns = report.convert.base_time_ns + survey.first_ns;
     report.trace_end_ns = report.convert.base_time_ns + survey.last_ns;
   }
-  for (const auto& [pid, p] : survey.processes) report.trace_processes.emplace_back(pid, p.name);
+  for (const auto& [key, p] : survey.processes)
+    report.trace_processes.emplace_back(survey.pid_label(key), p.name);
 }
 
 // The recordings' meta, in rank order, each matched to a process of the trace or given one of its own (as a
@@ -278,9 +216,13 @@ std::vector<Match> place_inputs(const std::vector<std::string>& inputs, const Me
   for (const auto& [pid, p] : survey.processes) pids_used.insert(pid);
   std::vector<Match> matches;
   for (auto& r : report.convert.inputs) {
-    const Match m = match_input(r.meta, o, survey);
+    Match m = match_input(r.meta, o, survey);
+    if (!m.matched && report.convert.inputs.size() == 1 && o.pid_map.empty()) {
+      if (const auto legacy = legacy_cpu_process(survey)) m = {true, *legacy, "legacy", false};
+    }
     if (m.matched) {
       r.trace_pid = m.pid;
+      r.trace_pid_text = survey.processes.at(m.pid).pid_text;
       r.namespace_ids = m.namespace_ids;
     } else {
       r.namespace_ids = o.pid_namespace == PidNamespace::kTarget && r.meta.ns_pid != 0;
@@ -326,9 +268,13 @@ class MergedTrace {
     for (int n = 2; survey_.keys.contains(key); ++n) key = fmt::format("gilspy_{}", n);  // merged twice
     const json about = {
         {"gilspy_version", kGilspyVersion},
-        {"time_base", report_.absolute_times
-                          ? "GIL events: ts in microseconds since the Unix epoch (the trace has no "
-                            "baseTimeNanoseconds)"
+        {"time_base", report_.aligned_by_option
+                          ? fmt::format("GIL events: ts in microseconds after {} ns since the Unix epoch "
+                                        "(--align-at)",
+                                        report_.convert.base_time_ns)
+                      : report_.absolute_times
+                          ? "GIL events: ts in microseconds since the Unix epoch (the trace "
+                            "has no baseTimeNanoseconds)"
                           : "GIL events: ts in microseconds after baseTimeNanoseconds"},
         {"inputs", std::move(merged_)}};
     out.raw(",\n  ");
@@ -354,7 +300,10 @@ class MergedTrace {
                                      .ts_as_string = ts_strings,
                                      .frame_slices = o_.frame_slices});
     entry["merged_by"] = m.matched ? json(m.by) : json(nullptr);
-    MergedInput mi{.matched = m.matched, .matched_by = m.by, .start_ns = r.meta.realtime_ns};
+    MergedInput mi{.matched = m.matched,
+                   .matched_by = m.by,
+                   .trace_pid_text = r.trace_pid_text,
+                   .start_ns = r.meta.realtime_ns};
     const json& s = entry["summary"];
     mi.end_ns = mi.start_ns + (s.contains("duration_ns") && s["duration_ns"].is_number_integer()
                                    ? s["duration_ns"].get<int64_t>()
@@ -375,18 +324,35 @@ class MergedTrace {
 
 }  // namespace
 
-std::pair<int64_t, int64_t> parse_pid_map(const std::string& text) {
+std::pair<int64_t, std::string> parse_pid_map(const std::string& text) {
   const size_t colon = text.find(':');
-  int64_t a = 0, b = 0;
-  auto number = [](std::string_view s, int64_t& v) {
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size() && v >= 0 && v <= INT32_MAX;
-  };
-  if (colon == std::string::npos || !number(std::string_view(text).substr(0, colon), a) ||
-      !number(std::string_view(text).substr(colon + 1), b)) {
-    throw Error(ErrorKind::kUsage, "--pid-map takes GILPID:TRACEPID (two pids), not '" + text + "'");
+  int64_t gil = 0;
+  const std::string_view left = std::string_view(text).substr(0, colon == std::string::npos ? 0 : colon);
+  const auto r = std::from_chars(left.data(), left.data() + left.size(), gil);
+  if (colon == std::string::npos || left.empty() || r.ec != std::errc() ||
+      r.ptr != left.data() + left.size() || gil < 0 || gil > INT32_MAX || colon + 1 == text.size()) {
+    throw Error(ErrorKind::kUsage,
+                "--pid-map takes GILPID:TRACEPID (a pid, and the trace's pid: a number or "
+                "a string pid such as \"CPU functions\"), not '" +
+                    text + "'");
   }
-  return {a, b};
+  return {gil, text.substr(colon + 1)};
+}
+
+TimeAnchor parse_align_at(const std::string& text) {
+  const size_t at = text.rfind('@');
+  TimeAnchor anchor;
+  if (at != std::string::npos) anchor.marker = text.substr(0, at);
+  const std::string_view ns = std::string_view(text).substr(at == std::string::npos ? 0 : at + 1);
+  const auto r = std::from_chars(ns.data(), ns.data() + ns.size(), anchor.ns);
+  if (ns.empty() || r.ec != std::errc() || r.ptr != ns.data() + ns.size() || anchor.ns <= 0 ||
+      (at != std::string::npos && anchor.marker.empty())) {
+    throw Error(ErrorKind::kUsage,
+                "--align-at takes NS (the ns since the epoch of the trace's ts 0) or NAME@NS (of the first "
+                "event named NAME), not '" +
+                    text + "'");
+  }
+  return anchor;
 }
 
 MergeReport merge_into_trace(const std::vector<std::string>& inputs, const std::string& output,
@@ -395,8 +361,8 @@ MergeReport merge_into_trace(const std::vector<std::string>& inputs, const std::
   MergeReport report;
   report.convert.output = output;
   // Pass 1: the trace (a file that is not one fails here, before any output exists), the recordings' meta.
-  TraceSurvey survey(o.trace);
-  survey_trace(survey, report);
+  TraceSurvey survey(o.trace, o.align_at ? o.align_at->marker : std::string());
+  survey_trace(survey, o, report);
   MergedTrace merged(o, survey, place_inputs(inputs, o, survey, report), report);
   // Pass 2: copy the trace, the GIL events at the end of its events.
   report.output_gzip = has_gzip_suffix(output);

@@ -9,7 +9,13 @@ void EventWriter::open(std::string_view ph, std::string_view cat, std::string_vi
   out_.begin_object().field("ph", ph);
   if (ph == "I") out_.field("s", "t");
   if (!cat.empty()) out_.field("cat", cat);
-  out_.field("name", name).field("pid", pid).field("tid", tid).key("ts");
+  out_.field("name", name);
+  if (pid_text_.empty()) {
+    out_.field("pid", pid);
+  } else {
+    out_.field("pid", pid_text_);
+  }
+  out_.field("tid", tid).key("ts");
   if (ts_as_string_) {
     out_.us_string(ts_ns);
   } else {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "convert/json_writer.hpp"
 #include "convert/lane_placement.hpp"
@@ -30,10 +31,15 @@ class EventWriter {
  public:
   // `count`: events already in the array (a separator goes before the next). With a placement, every lane's
   // tid, name and sort index go through it (convert/lane_placement.hpp); with ts_as_string, ts is written as
-  // a JSON string.
+  // a JSON string; with a pid_text, every event's pid is written as that string (a string pid of another
+  // program's trace, "CPU functions": the pid passed stands for it).
   explicit EventWriter(JsonWriter& out, size_t count = 0, LanePlacement* placement = nullptr,
-                       bool ts_as_string = false)
-      : out_(out), count_(count), placement_(placement), ts_as_string_(ts_as_string) {}
+                       bool ts_as_string = false, std::string pid_text = {})
+      : out_(out),
+        count_(count),
+        placement_(placement),
+        ts_as_string_(ts_as_string),
+        pid_text_(std::move(pid_text)) {}
 
   size_t count() const { return count_; }
 
@@ -104,6 +110,7 @@ class EventWriter {
   size_t count_ = 0;
   LanePlacement* placement_ = nullptr;
   bool ts_as_string_ = false;
+  std::string pid_text_;
 };
 
 }  // namespace gilspy::convert

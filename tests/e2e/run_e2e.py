@@ -580,6 +580,26 @@ def scenario_convert_bad_input(gilspy, python):
     one_line_error(out, "fifo.json", "not a regular file")
     out = run_gilspy(gilspy, "convert", "-i", good_dir, "-o", os.path.join(d, "o.json"))
     one_line_error(out, "is a folder")
+    # PyTorch's legacy profiler's trace (a bare array, pid "CPU functions", µs after the profiler started):
+    # refused in one line naming --align-at without it; with it, the lanes go into "CPU functions".
+    start_ns = Raw(rec).meta["clock"]["realtime_ns"]
+    legacy = os.path.join(d, "legacy.json")
+    with open(legacy, "w") as f:
+        f.write('[{"name": "step", "ph": "X", "ts": 0.5, "dur": 600000000.0, "tid": 1, "pid": "CPU functions", '
+                '"args": {}}]')
+    merged = os.path.join(d, "legacy.merged.json")
+    out = run_gilspy(gilspy, "convert", "-i", rec, "--merge-into", legacy, "-o", merged)
+    one_line_error(out, "legacy.json", "--align-at NS")
+    check(not os.path.exists(merged), "a legacy trace without --align-at: a file was written")
+    out = run_gilspy(gilspy, "convert", "-i", rec, "--merge-into", legacy, "-o", merged, "--align-at",
+                     f"step@{start_ns - 1000}", check_rc=0)
+    check('in process "CPU functions"' in out.stdout and "--align-at" in out.stdout,
+          f"the legacy merge does not say where the lanes went and on what times: {out.stdout!r}")
+    run_trace_checker("--merged", merged)
+    added = json.load(open(merged))[1:]
+    check(added and {e["pid"] for e in added} == {"CPU functions"}, "legacy merge: GIL events outside CPU functions")
+    holds = [e for e in added if e["ph"] == "X" and e["name"] == "hold_gil"]
+    check(holds and min(e["ts"] for e in holds) >= 0.5, f"legacy merge: holds before the aligned step: {holds[:1]}")
 
 
 def scenario_bad_pid(gilspy, python):

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -44,7 +45,9 @@ class Checker {
       return problem(fmt::format("event #{}: ph \"{}\"; only X, I, C and M are read by every viewer", i, p));
     }
     const auto pid = e.find("pid"), tid = e.find("tid");
-    if (pid == e.end() || !pid->is_number_integer() || tid == e.end() || !tid->is_number_integer()) {
+    // A string pid only where the profiler's process has one (PyTorch's legacy "CPU functions").
+    const bool pid_ok = pid != e.end() && (pid->is_number_integer() || (options_.merged && pid->is_string()));
+    if (!pid_ok || tid == e.end() || !tid->is_number_integer()) {
       return problem(fmt::format("event #{}: pid and tid must be integers", i));
     }
     if (p == "M") return;
@@ -70,7 +73,7 @@ class Checker {
     const bool frame = cat != e.end() && cat->is_string() && *cat == "stack";
     const bool gc = name != e.end() && name->is_string() && *name == "gc";
     const bool slice = p == "X" && dur > 0;
-    lanes_[{pid->get<int64_t>(), tid->get<int64_t>()}].push_back(
+    lanes_[{pid->dump(), tid->get<int64_t>()}].push_back(
         {ts->get<double>(), dur, i, slice, slice && (frame || gc)});
     ++result.events;
   }
@@ -117,7 +120,7 @@ class Checker {
   TraceCheckResult result;
 
  private:
-  std::map<std::pair<int64_t, int64_t>, std::vector<LaneEvent>> lanes_;
+  std::map<std::pair<std::string, int64_t>, std::vector<LaneEvent>> lanes_;  // by pid as JSON text, tid
   TraceCheckOptions options_;
 };
 

@@ -35,7 +35,8 @@ struct TraceCheckOptions {
   // A trace gilspy merged its lanes into (convert --merge-into): only gilspy's events (cat "gil", and its
   // Python frames, cat "stack") are held to
   // the rules above, the profiler's own are as the profiler wrote them ("i", "s", "f", string pids); a ts may
-  // be a string of decimal µs, as Ascend's trace_view.json writes it.
+  // be a string of decimal µs, as Ascend's trace_view.json writes it, and a pid the profiler's string pid
+  // ("CPU functions", PyTorch's legacy profiler).
   bool merged = false;
 };
 

@@ -124,7 +124,8 @@ struct Merged {
   std::vector<const ojson*> gil;  // the events gilspy added
 };
 
-Merged check_merge(const std::string& original_path, const std::string& output, int64_t pid) {
+// `pid`: the profiler's process the lanes went into, as the trace writes it (a number, or a string pid).
+Merged check_merge(const std::string& original_path, const std::string& output, const ojson& pid) {
   Merged m;
   const std::string original = text_of(original_path);
   m.text = text_of(output);
@@ -313,6 +314,115 @@ TEST_CASE("merge: an Ascend-shaped trace_view.json (bare array, ts strings) gets
   CHECK(ts_ns((*h)["ts"]) + ts_ns((*h)["dur"]) < 1736405443863674400 + 5000250);
 }
 
+// PyTorch 1.13's legacy profiler (Debian's python3-torch, no Kineto), as EventList.export_chrome_trace writes
+// it: "[", each event followed by ", ", the last ", " cut off, "]"; the program on the string pid "CPU
+// functions", tids the profiler's own small thread numbers, ts in µs after the profiler started; a CUDA
+// kernel's flow pair and slice on "CUDA functions".
+const char* const kLegacyTrace =
+    R"([{"name": "aten::ones", "ph": "X", "ts": 12.345, "dur": 30.125, "tid": 1, "pid": "CPU functions", )"
+    R"("args": {}}, {"name": "train_step", "ph": "X", "ts": 100.0, "dur": 5000.0, "tid": 1, "pid": "CPU )"
+    R"(functions", "args": {}}, {"name": "aten::add", "ph": "X", "ts": 150.5, "dur": 20.0, "tid": 2, )"
+    R"("pid": "CPU functions", "args": {}}, {"name": "aten::add", "ph": "s", "ts": 150.5, "tid": 2, "pid": )"
+    R"("CPU functions", "id": 0, "cat": "cpu_to_cuda", "args": {}}, {"name": "aten::add", "ph": "f", "ts": )"
+    R"(160.0, "tid": 0, "pid": "CUDA functions", "id": 0, "cat": "cpu_to_cuda", "args": {}}, {"name": )"
+    R"("vectorized_add", "ph": "X", "ts": 160.0, "dur": 8.0, "tid": 0, "pid": "CUDA functions", "args": {}}])";
+
+TEST_CASE("merge: PyTorch's legacy trace: refused without --align-at, saying why; placed with it") {
+  TempDir dir;
+  const std::string trace = dir / "legacy.json";
+  spit(trace, kLegacyTrace);
+  const int64_t pid = 5150, tid = 5151;
+  const int64_t zero_ns = 1765100000123456000;  // the profiler's start, time.time_ns()
+  const std::string rec = dir / "GIL_rec.json";
+  write_raw(rec, meta_for(pid, zero_ns + 101'000), two_threads(pid, tid));  // 1 µs into train_step
+  const std::string out = dir / "merged.json";
+  // Times after the profiler's start cannot be placed on the recording's clock: said so, nothing written.
+  try {
+    cv::merge_into_trace({rec}, out, {.trace = trace});
+    FAIL("merged a trace with relative times without --align-at");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kBadInput);
+    const std::string what = e.what();
+    CHECK(what.find("--align-at NS") != std::string::npos);
+    CHECK(what.find("legacy profiler") != std::string::npos);
+    CHECK(what.find("0.012 ms") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(out));
+  // With the start, or with an event's start: the lanes in "CPU functions", ts in µs after the start.
+  for (const cv::TimeAnchor& anchor : {cv::TimeAnchor{.marker = "", .ns = zero_ns},
+                                       cv::TimeAnchor{.marker = "train_step", .ns = zero_ns + 100'000}}) {
+    CAPTURE(anchor.marker);
+    const auto report = cv::merge_into_trace({rec}, out, {.trace = trace, .align_at = anchor});
+    CHECK(report.shape == cv::TraceShape::kArray);
+    CHECK(report.aligned_by_option);
+    CHECK(report.convert.base_time_ns == zero_ns);
+    REQUIRE(report.merged.size() == 1);
+    CHECK(report.merged[0].matched_by == "legacy");
+    CHECK(report.merged[0].trace_pid_text == "CPU functions");
+    CHECK(report.merged[0].overlaps);
+    const Merged m = check_merge(trace, out, "CPU functions");
+    const auto holds = named(m, "X", "hold_gil");
+    REQUIRE(holds.size() == 2);
+    const ojson* h = (*holds[0])["tid"] == cv::kGilTidBase + tid ? holds[0] : holds[1];
+    CHECK((*h)["ts"].is_number());
+    CHECK(ts_ns((*h)["ts"]) == 601'000);  // 101 µs + 0.5 ms, inside train_step [100, 5100) µs
+    CHECK(ts_ns((*h)["dur"]) == 1'000'000);
+  }
+  // A marker the trace lacks is named.
+  try {
+    cv::merge_into_trace({rec}, out, {.trace = trace, .align_at = cv::TimeAnchor{.marker = "sync", .ns = 5}});
+    FAIL("aligned on a marker the trace lacks");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("no event named \"sync\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("merge: --pid-map names a string pid; two recordings into a legacy trace are not guessed") {
+  TempDir dir;
+  const std::string trace = dir / "legacy.json";
+  spit(trace, kLegacyTrace);
+  const int64_t zero_ns = 1765100000123456000;
+  const std::string a = dir / "GIL_a.json", b = dir / "GIL_b.json";
+  write_raw(a, meta_for(700, zero_ns + 101'000), two_threads(700, 701));
+  raw::Meta meta_b = meta_for(800, zero_ns + 101'000);
+  meta_b.rank = 1;
+  write_raw(b, meta_b, two_threads(800, 801));
+  const cv::TimeAnchor start{.marker = "", .ns = zero_ns};
+  // Which of the two the profiler saw is not for gilspy to guess: no match, the processes named as written.
+  try {
+    cv::merge_into_trace({a, b}, dir / "x.json", {.trace = trace, .align_at = start});
+    FAIL("guessed which recording the legacy trace is of");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("whose processes are \"CPU functions\"") != std::string::npos);
+  }
+  const std::string out = dir / "merged.json";
+  const auto report = cv::merge_into_trace(
+      {a, b}, out, {.trace = trace, .pid_map = {{800, "CPU functions"}}, .align_at = start});
+  REQUIRE(report.merged.size() == 2);
+  CHECK_FALSE(report.merged[0].matched);  // rank 0: pid 700, a process of its own
+  CHECK(report.merged[1].matched_by == "--pid-map");
+  const ojson after = ojson::parse(text_of(out));
+  std::set<std::string> pids;
+  for (size_t i = 6; i < after.size(); ++i) pids.insert(after[i]["pid"].dump());
+  CHECK(pids == std::set<std::string>{"\"CPU functions\"", "700"});
+  CHECK_THROWS_AS(
+      cv::merge_into_trace({a}, dir / "y.json",
+                           {.trace = trace, .pid_map = {{700, "GPU functions"}}, .align_at = start}),
+      Error);
+}
+
+TEST_CASE("merge: --align-at is NS or NAME@NS") {
+  CHECK(cv::parse_align_at("1765100000123456000").ns == 1765100000123456000);
+  CHECK(cv::parse_align_at("1765100000123456000").marker.empty());
+  const auto named_anchor = cv::parse_align_at("step@1@7");  // a name may hold '@': the last one splits
+  CHECK(named_anchor.marker == "step@1");
+  CHECK(named_anchor.ns == 7);
+  for (const char* bad : {"", "x", "@5", "step@", "step@x", "0", "-5", "12.5", "99999999999999999999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(cv::parse_align_at(bad), Error);
+  }
+}
+
 TEST_CASE(
     "merge: no recording matches a process of the trace: nothing written, the message points at --pid-map") {
   TempDir dir;
@@ -332,16 +442,18 @@ TEST_CASE(
   }
   CHECK_FALSE(fs::exists(out));
   // --pid-map says which process it is: then the lanes go there, named by the recording's tids.
-  const auto report = cv::merge_into_trace({rec}, out, {.trace = trace, .pid_map = {{4242, 1074}}});
+  const auto report = cv::merge_into_trace({rec}, out, {.trace = trace, .pid_map = {{4242, "1074"}}});
   CHECK(report.merged[0].matched_by == "--pid-map");
   const Merged m = check_merge(trace, out, 1074);
   CHECK_FALSE(named(m, "X", "hold_gil").empty());
   // A map to a pid the trace lacks is an error too.
-  CHECK_THROWS_AS(cv::merge_into_trace({rec}, dir / "x.json", {.trace = trace, .pid_map = {{4242, 999}}}),
+  CHECK_THROWS_AS(cv::merge_into_trace({rec}, dir / "x.json", {.trace = trace, .pid_map = {{4242, "999"}}}),
                   Error);
   CHECK_THROWS_AS(cv::parse_pid_map("12"), Error);
   CHECK_THROWS_AS(cv::parse_pid_map("a:1"), Error);
-  CHECK(cv::parse_pid_map("12:34") == std::pair<int64_t, int64_t>{12, 34});
+  CHECK_THROWS_AS(cv::parse_pid_map("12:"), Error);
+  CHECK(cv::parse_pid_map("12:34") == std::pair<int64_t, std::string>{12, "34"});
+  CHECK(cv::parse_pid_map("12:CPU functions") == std::pair<int64_t, std::string>{12, "CPU functions"});
 }
 
 TEST_CASE(
