@@ -237,9 +237,11 @@ int run_merge(const ConvertOptions& o) {
 }
 
 int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mode) {
-  const convert::FoldWeight weight = o.weight == "hold"   ? convert::FoldWeight::kHold
-                                     : o.weight == "wait" ? convert::FoldWeight::kWait
-                                                          : convert::FoldWeight::kContention;
+  const convert::FoldWeight weight = o.weight == "hold"       ? convert::FoldWeight::kHold
+                                     : o.weight == "wait"     ? convert::FoldWeight::kWait
+                                     : o.weight == "released" ? convert::FoldWeight::kReleased
+                                     : o.weight == "all"      ? convert::FoldWeight::kAll
+                                                              : convert::FoldWeight::kContention;
   convert::CollapsedReport report;
   try {
     report = convert::convert_to_collapsed(o.inputs, output,
@@ -250,12 +252,19 @@ int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mod
   }
   fmt::print("wrote {} ({} stacks, {:.3f} s of {} in all{})\n", escape_for_terminal(output), report.lines,
              static_cast<double>(report.total_us) / 1e6,
-             weight == convert::FoldWeight::kHold   ? "GIL holding"
-             : weight == convert::FoldWeight::kWait ? "waiting for the GIL"
-                                                    : "GIL holding while others waited",
+             weight == convert::FoldWeight::kHold       ? "GIL holding"
+             : weight == convert::FoldWeight::kWait     ? "waiting for the GIL"
+             : weight == convert::FoldWeight::kReleased ? "time without the GIL"
+             : weight == convert::FoldWeight::kAll      ? "threads' time (holding, waiting, without the GIL)"
+                                                        : "GIL holding while others waited",
              report.unattributed_us > 0 ? fmt::format(", {:.3f} s without a stack sample",
                                                       static_cast<double>(report.unattributed_us) / 1e6)
                                         : "");
+  if (weight == convert::FoldWeight::kReleased && report.total_us == 0 && report.stack_samples > 0) {
+    fmt::print(stderr,
+               "gilspy: warning: no time without the GIL has a stack: record with --all-threads to read the "
+               "stacks of threads that neither hold nor wait\n");
+  }
   if (report.stack_samples == 0) {
     fmt::print(stderr,
                "gilspy: warning: the input has no stack samples (recorded with --no-stacks, or by a gilspy "
@@ -328,9 +337,11 @@ Runner add_convert_command(CLI::App& app) {
   cmd->add_option(
          "--weight", opts->weight,
          "collapsed: weigh each stack by its GIL hold time (hold), its hold time while other threads "
-         "waited (contention, the default), or the time threads waited at it (wait)")
-      ->check(CLI::IsMember({"hold", "contention", "wait"}))
-      ->type_name("hold|contention|wait");
+         "waited (contention, the default), the time threads waited at it (wait), the time threads spent "
+         "there without the GIL (released: in C, I/O, asleep; recorded with --all-threads), or all of "
+         "these (all: where the threads' time went)")
+      ->check(CLI::IsMember({"hold", "contention", "wait", "released", "all"}))
+      ->type_name("hold|contention|wait|released|all");
   cmd->add_option(
          "--merge-into", opts->merge_into,
          "A PyTorch profiler (Kineto) trace, .json or .json.gz, or Ascend's trace_view.json: write it to -o "

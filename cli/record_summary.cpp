@@ -322,7 +322,7 @@ std::string format_target_summary(const SummaryInput& in, const SummaryOptions& 
   }
   gc_summary_lines(out, summary, in.gc_why_off);
   thread_table(out, in, o);
-  stack_summary_lines(out, summary.stacks(), summary.duration_ns());
+  stack_summary_lines(out, summary.stacks(), summary.duration_ns(), summary.end_ns());
   append_counter_table(out, summary, o.max_threads);
   return out;
 }

@@ -28,10 +28,23 @@ bool sampled(const Row& r) {
   return !r.file.empty() || r.function != raw::kNoStackSample;
 }
 
+// --all-threads: where threads were when they neither held the GIL nor waited for it.
+void released_lines(std::string& out, const raw::StackSummary& stacks, int64_t end_ns, size_t rows) {
+  const auto sites = stacks.released_sites(rows, end_ns);
+  if (sites.empty()) return;
+  out += "  where threads spend their time without the GIL (in C, I/O or asleep: --all-threads):\n";
+  fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", "WITHOUT GIL", "VISITS", "LONGEST",
+                 "CALL SITE");
+  for (const raw::ReleasedSiteRow& r : sites) {
+    fmt::format_to(std::back_inserter(out), "    {:>13} {:>8} {:>13}  {}\n", duration_text(r.released_ns),
+                   r.stretches, duration_text(r.longest_ns), place(r.function, r.file, r.line));
+  }
+}
+
 }  // namespace
 
 void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int64_t duration_ns,
-                         size_t rows) {
+                         int64_t end_ns, size_t rows) {
   const raw::StackStats& c = stacks.costs();
   if (c.walks == 0 && !stacks.any_samples()) return;  // --no-stacks, or a version whose stacks are not read
   const double seconds = static_cast<double>(duration_ns) / 1e9;
@@ -79,6 +92,7 @@ void stack_summary_lines(std::string& out, const raw::StackSummary& stacks, int6
                      r.waits, duration_text(r.longest_ns), place(r.function, r.file, r.line));
     }
   }
+  released_lines(out, stacks, end_ns, rows);
   if (unsampled) {
     fmt::format_to(
         std::back_inserter(out),

@@ -98,6 +98,12 @@ void add_reading_options(CLI::App& cmd, TargetArgs& a) {
       "--no-stacks", a.no_stacks,
       "Do not read Python stacks or thread names (the holder's stack at each hold, each waiter's when it "
       "starts waiting; threading.Thread.name)");
+  cmd.add_flag(
+      "--all-threads", a.all_threads,
+      "Also read the stacks of threads that neither hold nor wait for the GIL (in C, in I/O, asleep): "
+      "each when it lets go and every 100 ms while it stays so, from what the stack budget has left "
+      "after holders and waiters. The summary and a trace then show where every thread spends its "
+      "time, not only its GIL time");
   cmd.add_option(
          "--counters", a.counters_text,
          "Also count these perf events on every thread, split by GIL role (comma-separated, perf's names: "
@@ -141,6 +147,9 @@ Discover discover_of(const TargetArgs& a) {
 
 // Adaptive unless -r or --busy; the budget from % of a core to a share.
 sampler::PollLoopOptions poll_loop_options_of(const TargetArgs& a) {
+  if (a.all_threads && a.no_stacks) {
+    throw Error(ErrorKind::kUsage, "--all-threads reads more stacks; it does not go with --no-stacks");
+  }
   return {.rate_hz = a.rate_hz,
           .adaptive = a.rate_option->count() == 0 && !a.busy,
           .cpu_budget = a.cpu_budget_pct / 100,
@@ -149,7 +158,7 @@ sampler::PollLoopOptions poll_loop_options_of(const TargetArgs& a) {
           .realtime = !a.no_realtime,
           .read_gc = !a.no_gc,
           .exact = a.exact,
-          .stacks = {.enabled = !a.no_stacks, .max_depth = a.stack_depth}};
+          .stacks = {.enabled = !a.no_stacks, .max_depth = a.stack_depth, .all_threads = a.all_threads}};
 }
 
 // --counters: the perf counters to count on every thread (empty without the option). Throws Error(kUsage)

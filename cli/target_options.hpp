@@ -33,6 +33,7 @@ struct TargetArgs {
   bool no_gc = false;           // hidden --no-gc: do not read the GC state (a benchmark knob)
   int stack_depth = 64;         // innermost Python frames kept per stack sample
   bool no_stacks = false;       // neither stacks nor Python thread names
+  bool all_threads = false;     // also the stacks of threads that neither hold nor wait
   std::string counters_text;    // --counters LIST ("" when not given)
   CLI::Option* rate_option = nullptr;
 

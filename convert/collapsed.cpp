@@ -13,6 +13,24 @@
 namespace gilspy::convert {
 namespace {
 
+// A piece's weight under `weight`, ns.
+int64_t piece_weight(const raw::StackPiece& p, FoldWeight weight) {
+  const int64_t len = p.to - p.from;
+  switch (weight) {
+    case FoldWeight::kHold:
+      return p.role == raw::GilRole::kHolding ? len : 0;
+    case FoldWeight::kContention:
+      return p.role == raw::GilRole::kHolding ? p.contended_ns : 0;
+    case FoldWeight::kWait:
+      return p.role == raw::GilRole::kWaiting ? len : 0;
+    case FoldWeight::kReleased:
+      return p.role == raw::GilRole::kReleased ? len : 0;
+    case FoldWeight::kAll:
+      return len;
+  }
+  return 0;
+}
+
 // A frame as flame-graph tools read it: ';' separates frames and the last space the count, so neither may be
 // ambiguous; newlines would end the line.
 std::string folded_frame(const raw::FrameDef& f) {
@@ -47,11 +65,10 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(ErrorKind::kIo, "cannot open " + path + ": " + std::strerror(errno));
     raw::StackPieces* pieces_ptr = nullptr;
+    int64_t end_ns = 0;
     raw::StackPieces pieces([&](const std::vector<raw::StackPiece>& pieces_of_interval) {
       for (const raw::StackPiece& p : pieces_of_interval) {
-        const bool hold = p.role == raw::GilRole::kHolding;
-        if (hold == (options.weight == FoldWeight::kWait)) continue;
-        const int64_t ns = options.weight == FoldWeight::kContention ? p.contended_ns : p.to - p.from;
+        const int64_t ns = piece_weight(p, options.weight);
         if (ns <= 0) continue;
         std::string line;
         const auto s = pieces_ptr->stacks().find(p.stack);
@@ -72,9 +89,11 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
         in, path, [](const raw::Meta&) {},
         [&](const raw::Record& r) {
           if (std::holds_alternative<raw::StackSample>(r)) ++report.stack_samples;
+          end_ns = std::max(end_ns, raw::end_of(r));
           pieces.add(r);
         },
         {.salvage = options.salvage});
+    pieces.finish(end_ns);  // released stretches still open at the end (--all-threads)
     if (!result.complete) report.incomplete.push_back(path);
   }
   std::string text;

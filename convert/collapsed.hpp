@@ -3,7 +3,11 @@
 // speedscope): which code held the GIL, weighted by
 // - hold: the time it held the GIL,
 // - contention (the default): the time it held the GIL while at least one other thread waited for it,
-// - wait: the time threads waited for the GIL at each call site (the stack sampled when the wait began).
+// - wait: the time threads waited for the GIL at each call site (the stack sampled when the wait began),
+// - released: the time threads spent neither holding nor waiting (in C, I/O, asleep) at each stack, from a
+//   recording made with --all-threads,
+// - all: hold + wait + released: where the threads spent their time, whatever their GIL role (py-spy's
+//   --idle view, with the GIL's part in it).
 // Weights are integer microseconds. Holds and waits without a stack sample (the read was skipped or torn) go
 // under "[no stack sample]", so the weights add up to the recording's. Several inputs add up.
 #include <cstdint>
@@ -15,7 +19,7 @@
 
 namespace gilspy::convert {
 
-enum class FoldWeight { kHold, kContention, kWait };
+enum class FoldWeight { kHold, kContention, kWait, kReleased, kAll };
 
 struct CollapsedOptions {
   FoldWeight weight = FoldWeight::kContention;

@@ -81,6 +81,7 @@ class InputConverter {
   void on_record(const raw::Record& r) {
     summary_.add(r);
     stacks_.add(r);  // keeps the stack records for the intervals they belong to
+    for (ReleasedStretch& s : stacks_.take_released()) without_gil(s);  // each ends where r's interval begins
     std::visit(raw::overloaded{
                    [&](const raw::ThreadStart& x) { thread_start(x); },
                    [&](const raw::ThreadName& x) { thread_name(x); },
@@ -114,6 +115,8 @@ class InputConverter {
 
   // After the input's last event: what was still open, names for the lanes; the input's entry for otherData.
   json finish(const raw::ReadResult& result) {
+    stacks_.finish(summary_.end_ns());
+    for (ReleasedStretch& s : stacks_.take_released()) without_gil(s);
     if (waiters_now_ != 0) waiters_slice(std::max(last_seen_ns_, waiters_since_));
     write_pending_gc();
     tracks_.finish();
@@ -227,6 +230,20 @@ class InputConverter {
       end_hold(l, tid, start, end, std::move(stacks.frames));
       out_.instant("drop_gil", pid_, tid, offset_ns_ + end);
     }
+  }
+
+  // --all-threads: a stretch in which the thread neither held nor waited, as a without_gil slice that names
+  // the function it was in and carries its stack, the frames nested in it as in a hold.
+  void without_gil(ReleasedStretch& r) {
+    Lane& l = lane(r.tid);
+    const int64_t start = std::max(r.start_ns, l.last_end);
+    if (r.end_ns <= start || !r.stacks.args) return;
+    l.last_end = r.end_ns;
+    seen_until(r.end_ns);
+    if (!frame_slices_) r.stacks.frames.clear();
+    out_.slice("gil", "without_gil", pid_, r.tid, offset_ns_ + start, offset_ns_ + r.end_ns,
+               [&](JsonWriter& w) { r.stacks.args->write(w); });
+    write_frames(r.tid, start, r.end_ns, r.stacks.frames);
   }
 
   // The frame slices of the interval [start, end) on lane `tid`; `frames` keeps those written, as written.

@@ -38,6 +38,12 @@ struct IntervalStacks {
   std::vector<FrameSlice> frames;
 };
 
+// A stretch in which a thread neither held nor waited, with the stacks it was read in (record --all-threads).
+struct ReleasedStretch {
+  int64_t tid = 0, start_ns = 0, end_ns = 0;
+  IntervalStacks stacks;
+};
+
 class StackSlices {
  public:
   StackSlices();
@@ -45,15 +51,24 @@ class StackSlices {
   void add(const raw::Record& r);
   // The stacks of the interval whose record was just added.
   IntervalStacks take();
+  // The released stretches that records added so far closed (each ends where its thread's next interval
+  // begins, or where it ended), in order; then they are forgotten.
+  std::vector<ReleasedStretch> take_released();
+  // At the end of the input: the stretches still open closed at `end_ns`, for take_released().
+  void finish(int64_t end_ns) { pieces_.finish(end_ns); }
 
  private:
   using PieceFrames = std::vector<std::vector<const raw::FrameDef*>>;  // per piece, outermost first
-  PieceFrames piece_frames() const;
-  StackArgs stack_args(const PieceFrames& frames) const;
-  std::vector<FrameSlice> frame_runs(const PieceFrames& frames) const;
+  IntervalStacks stacks_of(const std::vector<raw::StackPiece>& pieces) const;
+  PieceFrames piece_frames(const std::vector<raw::StackPiece>& pieces) const;
+  StackArgs stack_args(const std::vector<raw::StackPiece>& pieces, const PieceFrames& frames) const;
+  std::vector<FrameSlice> frame_runs(const std::vector<raw::StackPiece>& pieces,
+                                     const PieceFrames& frames) const;
+  void on_interval(const std::vector<raw::StackPiece>& pieces);
 
   raw::StackPieces pieces_;
   std::vector<raw::StackPiece> last_;
+  std::vector<ReleasedStretch> released_;
 };
 
 }  // namespace gilspy::convert

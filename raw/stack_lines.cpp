@@ -32,7 +32,8 @@ std::string stack_line(const ThreadName& r) {
   return dump(json::array({"KN", r.tid, r.ts, r.name, r.os_name}));
 }
 std::string stack_line(const StackSample& r) {
-  return dump(json::array({"K", r.tid, r.ts, r.since, r.role == GilRole::kWaiting ? "w" : "h", r.stack}));
+  const char* role = r.role == GilRole::kWaiting ? "w" : r.role == GilRole::kReleased ? "r" : "h";
+  return dump(json::array({"K", r.tid, r.ts, r.since, role, r.stack}));
 }
 std::string stack_line(const StackStats& r) {
   return dump(json::array({"KC", r.ts, r.walks, r.samples, r.torn, r.invalid, r.skipped, r.truncated,
@@ -83,11 +84,13 @@ ThreadName read_thread_name(const EventFields& f) {
 
 StackSample read_stack_sample(const EventFields& f) {
   const std::string role = f.text(4);  // checked before the other fields
-  if (role != "h" && role != "w") throw f.bad("has a role that is not \"h\" or \"w\"");
+  if (role != "h" && role != "w" && role != "r") throw f.bad("has a role that is not \"h\", \"w\" or \"r\"");
   return StackSample{.tid = f.integer(1),
                      .ts = f.moment(2),
                      .since = f.moment(3),
-                     .role = role == "w" ? GilRole::kWaiting : GilRole::kHolding,
+                     .role = role == "w"   ? GilRole::kWaiting
+                             : role == "r" ? GilRole::kReleased
+                                           : GilRole::kHolding,
                      .stack = stack_id(f, 5)};
 }
 

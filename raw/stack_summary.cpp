@@ -1,6 +1,7 @@
 #include "raw/stack_summary.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace gilspy::raw {
 
@@ -45,20 +46,75 @@ void StackPieces::add(const Record& r) {
                  [&](const StackDef& x) { stacks_[x.id] = x; },
                  [&](const StackSample& x) { pending_[x.tid].push_back(x); },
                  [&](const Waiters& x) { waiters_.add(x); },
-                 [&](const Hold& x) { interval(GilRole::kHolding, x.tid, x.ts, x.dur); },
-                 [&](const Wait& x) { interval(GilRole::kWaiting, x.tid, x.ts, x.dur); },
+                 [&](const Hold& x) {
+                   close_released(x.tid, x.ts);
+                   interval(GilRole::kHolding, x.tid, x.ts, x.dur);
+                 },
+                 [&](const Wait& x) {
+                   close_released(x.tid, x.ts);
+                   interval(GilRole::kWaiting, x.tid, x.ts, x.dur);
+                 },
                  [&](const ThreadEnd& x) {
+                   close_released(x.tid, x.ts);
                    // Samples of an interval that never ended in the file (the recording was cut) go with it.
                    pending_.erase(x.tid);
+                   last_end_.erase(x.tid);
                  },
                  [](const auto&) {},
              },
              r);
 }
 
+void StackPieces::released_pieces(int64_t tid, const std::vector<StackSample>& samples, int64_t floor,
+                                  int64_t to, std::vector<StackPiece>* out) {
+  out->clear();
+  const StackSample* prev = nullptr;
+  for (const StackSample& s : samples) {
+    if (s.role != GilRole::kReleased) continue;
+    // A sample of the same stretch cuts it where it was read; one of a later stretch (the thread held
+    // between two polls and let go again) where that stretch began.
+    const int64_t at = prev == nullptr || s.since != prev->since ? s.since : s.ts;
+    const int64_t from = std::clamp(at, out->empty() ? floor : out->back().from, std::max(floor, to));
+    if (!out->empty()) out->back().to = from;
+    out->push_back({.tid = tid, .role = GilRole::kReleased, .from = from, .to = to, .stack = s.stack});
+    prev = &s;
+  }
+  std::erase_if(*out, [](const StackPiece& p) { return p.to <= p.from; });
+}
+
+void StackPieces::close_released(int64_t tid, int64_t to) {
+  const auto found = pending_.find(tid);
+  if (found == pending_.end()) return;
+  const auto floor = last_end_.find(tid);
+  released_pieces(tid, found->second,
+                  floor == last_end_.end() ? std::numeric_limits<int64_t>::min() : floor->second, to,
+                  &pieces_);
+  std::erase_if(found->second, [](const StackSample& s) { return s.role == GilRole::kReleased; });
+  if (!pieces_.empty()) on_interval_(pieces_);
+}
+
+void StackPieces::open_released(int64_t end, const OnInterval& on_interval) const {
+  std::vector<StackPiece> pieces;
+  for (const auto& [tid, samples] : pending_) {
+    const auto floor = last_end_.find(tid);
+    released_pieces(tid, samples,
+                    floor == last_end_.end() ? std::numeric_limits<int64_t>::min() : floor->second, end,
+                    &pieces);
+    if (!pieces.empty()) on_interval(pieces);
+  }
+}
+
+void StackPieces::finish(int64_t end) {
+  std::vector<int64_t> tids;
+  for (const auto& [tid, samples] : pending_) tids.push_back(tid);
+  std::sort(tids.begin(), tids.end());  // in a stable order, whatever the hash map's
+  for (const int64_t tid : tids) close_released(tid, end);
+}
+
 void StackPieces::interval(GilRole role, int64_t tid, int64_t ts, int64_t dur) {
   pieces_.clear();
   const int64_t end = ts + dur;
+  last_end_[tid] = end;
   auto found = pending_.find(tid);
   if (found != pending_.end()) {
     std::vector<StackSample>& samples = found->second;
@@ -97,6 +153,10 @@ void StackSummary::add(const Record& r) {
 }
 
 void StackSummary::on_interval(const std::vector<StackPiece>& pieces) {
+  if (!pieces.empty() && pieces.front().role == GilRole::kReleased) {
+    add_released(released_, pieces);  // a stretch's pieces are all released ones
+    return;
+  }
   // What each function (holds) or call site (waits) got of this interval, summed over its pieces.
   std::vector<std::pair<std::string, int64_t>> shares;
   for (const StackPiece& p : pieces) {
@@ -163,7 +223,46 @@ std::vector<WaitSiteRow> StackSummary::wait_sites(size_t n) const {
   return rows;
 }
 
-nlohmann::json StackSummary::to_json(int64_t duration_ns) const {
+void StackSummary::add_released(std::map<std::string, ReleasedSiteRow>& rows,
+                                const std::vector<StackPiece>& pieces) const {
+  std::vector<std::pair<ReleasedSiteRow*, int64_t>> stretch;  // each site's share of this stretch
+  for (const StackPiece& p : pieces) {
+    const FrameDef* f = pieces_.innermost(p.stack);
+    const std::string key =
+        f ? f->qualname + '\0' + f->file + '\0' + std::to_string(f->line) : std::string(kNoStackSample);
+    ReleasedSiteRow& row = rows[key];
+    if (row.function.empty()) {
+      row.function = f ? f->qualname : kNoStackSample;
+      row.file = f ? f->file : "";
+      row.line = f ? f->line : 0;
+    }
+    row.released_ns += p.to - p.from;
+    auto share = std::find_if(stretch.begin(), stretch.end(), [&](const auto& e) { return e.first == &row; });
+    if (share == stretch.end()) {
+      stretch.emplace_back(&row, p.to - p.from);
+    } else {
+      share->second += p.to - p.from;
+    }
+  }
+  for (auto& [row, ns] : stretch) {
+    ++row->stretches;
+    row->longest_ns = std::max(row->longest_ns, ns);
+  }
+}
+
+std::vector<ReleasedSiteRow> StackSummary::released_sites(size_t n, int64_t end_ns) const {
+  std::map<std::string, ReleasedSiteRow> all = released_;
+  pieces_.open_released(end_ns, [&](const std::vector<StackPiece>& pieces) { add_released(all, pieces); });
+  std::vector<ReleasedSiteRow> rows;
+  for (auto& [key, row] : all) rows.push_back(std::move(row));
+  std::sort(rows.begin(), rows.end(), [](const ReleasedSiteRow& a, const ReleasedSiteRow& b) {
+    return a.released_ns != b.released_ns ? a.released_ns > b.released_ns : a.function < b.function;
+  });
+  if (rows.size() > n) rows.resize(n);
+  return rows;
+}
+
+nlohmann::json StackSummary::to_json(int64_t duration_ns, int64_t end_ns) const {
   const double seconds = static_cast<double>(duration_ns) / 1e9;
   const StackStats& c = costs_;
   nlohmann::json holders = nlohmann::json::array();
@@ -186,7 +285,7 @@ nlohmann::json StackSummary::to_json(int64_t duration_ns) const {
                      {"longest_wait_ns", r.longest_ns},
                      {"waits", r.waits}});
   }
-  return {
+  nlohmann::json out = {
       {"walks", c.walks},
       {"samples", c.samples},
       {"samples_per_s", seconds > 0 ? static_cast<double>(c.samples) / seconds : 0.0},
@@ -205,6 +304,20 @@ nlohmann::json StackSummary::to_json(int64_t duration_ns) const {
       {"stacks_defined", pieces_.stacks().size()},
       {"top_holders", holders},
       {"wait_sites", sites}};
+  // Only with --all-threads, so that other recordings' summaries stay as they were.
+  const std::vector<ReleasedSiteRow> released = released_sites(10, end_ns);
+  if (released.empty()) return out;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ReleasedSiteRow& r : released) {
+    rows.push_back({{"function", r.function},
+                    {"file", r.file},
+                    {"line", r.line},
+                    {"released_ns", r.released_ns},
+                    {"longest_ns", r.longest_ns},
+                    {"stretches", r.stretches}});
+  }
+  out["released_sites"] = std::move(rows);
+  return out;
 }
 
 }  // namespace gilspy::raw

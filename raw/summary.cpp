@@ -239,7 +239,7 @@ nlohmann::json SummaryBuilder::to_json(double rate_asked, const LoopFigures& loo
               {"threads", threads},
               {"folded_threads", folded_json()},
               {"gc", gc_.to_json(duration_ns(), wait_ns())},
-              {"stacks", stacks_.to_json(duration_ns())}});
+              {"stacks", stacks_.to_json(duration_ns(), end_ns())}});
   if (counters_.any()) out["counters"] = counters_.to_json();
   out["mode"] = loop.exact.on ? "exact" : "sampled";
   if (loop.exact.on) out["exact"] = exact_figures_json(loop.exact);

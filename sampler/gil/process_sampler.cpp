@@ -64,10 +64,10 @@ ProcessSampler::ProcessSampler(const Interpreter& interp, MemoryReader& reader, 
   }
 }
 
-void ProcessSampler::stack_work(int64_t deadline) {
+void ProcessSampler::stack_work(int64_t deadline, bool spare) {
   if (stacks_ == nullptr || gone_) return;
   try {
-    stacks_->work(deadline);
+    stacks_->work(deadline, spare);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNoSuchProcess) throw;  // gone: the next poll ends the target
   }

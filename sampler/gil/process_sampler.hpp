@@ -134,9 +134,12 @@ class ProcessSampler {
   const GcTracker& gc() const { return gc_; }
 
   // Python stacks and thread names (stack_sampler.hpp), read between polls on the poll thread: whether there
-  // is something to read now, and reading it until `deadline` (CLOCK_MONOTONIC ns).
-  bool wants_stack_work(int64_t now) const { return stacks_ != nullptr && !gone_ && stacks_->has_work(now); }
-  void stack_work(int64_t deadline);
+  // is something to read now, and reading it until `deadline` (CLOCK_MONOTONIC ns). `spare`: the loop's
+  // budget has room beyond what holders and waiters need (--all-threads' other threads are read only then).
+  bool wants_stack_work(int64_t now, bool spare) const {
+    return stacks_ != nullptr && !gone_ && stacks_->has_work(now, spare);
+  }
+  void stack_work(int64_t deadline, bool spare);
   // Where the session finds the text of the stack records (nullptr when stacks are off or unknown here).
   const StackTables* stack_tables() const { return stacks_ ? &stacks_->tables() : nullptr; }
   // Scheduler figures and counters per thread and GIL role (thread_counters.hpp), told of every thread and

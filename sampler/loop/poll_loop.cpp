@@ -166,11 +166,16 @@ void PollLoop::stack_work(int64_t deadline, Pacing& p) {
   const int64_t until =
       std::min({deadline - kMarginNs, now + options_.stacks.max_per_tick_ns, now + p.stack_tokens_ns});
   if (until <= now) return;
+  // 1 ms of the bucket (some 20 stack reads) is kept for holders and waiters: --all-threads' other threads
+  // use only what is beyond it, so that a thousand idle threads read again and again never leave a hold
+  // without its stack.
+  constexpr int64_t kKeptForRolesNs = 1'000'000;
+  const bool spare = p.stack_tokens_ns > kKeptForRolesNs;
   for (const Target& t : targets_) {
-    if (!t.live || !t.sampler->wants_stack_work(now)) continue;
+    if (!t.live || !t.sampler->wants_stack_work(now, spare)) continue;
     const int64_t start = monotonic_ns();
     if (start >= until) break;
-    t.sampler->stack_work(until);
+    t.sampler->stack_work(until, spare);
     const int64_t used = monotonic_ns() - start;
     p.stack_tokens_ns -= used;
     p.budget.exclude(used);

@@ -22,6 +22,9 @@ constexpr int64_t kFailedRetryNs = 1'000'000;  // then again after this, until a
 // (was 50): a new thread's name is due 10 ms after it appears, and a thread that lives 30-50 ms (a request,
 // a short job) was often gone before a budget that stacks use up let names go first.
 constexpr int64_t kNamesFirstAfterNs = 10'000'000;
+// all_threads: slots looked at per step of the round for released threads due again, so that a step with
+// thousands of threads and none due costs little.
+constexpr size_t kReleasedScanPerStep = 64;
 
 }  // namespace
 
@@ -36,24 +39,30 @@ StackSampler::StackSampler(const Interpreter& interp, MemoryReader& reader, Reco
       walker_(objects_, codes_, static_cast<size_t>(std::max(1, options.max_depth))),
       slots_(max_threads),
       waiters_(max_threads),
+      released_(options.all_threads ? max_threads : 0),
       frame_ids_(static_cast<size_t>(std::max(1, options.max_depth))),
       idents_(max_threads * 2),
       // Seeded per target and per run; any value but 0 will do, the draws need no quality beyond spread.
       last_names_step_ns_(monotonic_ns()),
       jitter_state_((static_cast<uint64_t>(interp.pid) << 32 ^ static_cast<uint64_t>(monotonic_ns())) | 1) {}
 
-int64_t StackSampler::next_resample_gap() {
+int64_t StackSampler::next_resample_gap(int64_t every_ns) {
   jitter_state_ ^= jitter_state_ << 13;
   jitter_state_ ^= jitter_state_ >> 7;
   jitter_state_ ^= jitter_state_ << 17;
-  const auto base = static_cast<uint64_t>(std::max<int64_t>(2, options_.hold_resample_ns));
+  const auto base = static_cast<uint64_t>(std::max<int64_t>(2, every_ns));
   return static_cast<int64_t>(base / 2 + jitter_state_ % base);
 }
 
 void StackSampler::thread_added(size_t slot, uint64_t tstate, uint64_t pthread_id, int64_t tid,
                                 int64_t t_now) {
-  slots_[slot] =
-      Slot{.active = true, .tstate = tstate, .pthread_id = pthread_id, .tid = tid, .added_ns = t_now};
+  // Released from t_now, as the process sampler sees a new thread (until it is seen to hold or wait).
+  slots_[slot] = Slot{.active = true,
+                      .tstate = tstate,
+                      .pthread_id = pthread_id,
+                      .tid = tid,
+                      .since = t_now,
+                      .added_ns = t_now};
   names_due_ns_ = std::min(names_due_ns_, t_now + kNewThreadNameDelayNs);
 }
 
@@ -82,6 +91,9 @@ void StackSampler::role_changed(size_t slot, raw::GilRole role, int64_t since) {
     } else {
       ++counters_.skipped;
     }
+  } else if (options_.all_threads && released_count_ < released_.size()) {
+    released_[(released_head_ + released_count_) % released_.size()] = static_cast<uint32_t>(slot);
+    ++released_count_;
   }
 }
 
@@ -105,7 +117,7 @@ void StackSampler::after_poll(int64_t t_now, int holder_slot, uint64_t switch_nu
       ++counters_.samples;
       ++counters_.reused;
       s.last_sample_ns = s.since;
-      s.resample_gap_ns = next_resample_gap();
+      s.resample_gap_ns = next_resample_gap(options_.hold_resample_ns);
       return;
     }
   }
@@ -121,8 +133,9 @@ void StackSampler::after_poll(int64_t t_now, int holder_slot, uint64_t switch_nu
   }
 }
 
-bool StackSampler::has_work(int64_t now) const {
-  return holder_request_ >= 0 || waiters_count_ > 0 || now >= names_due_ns_;
+bool StackSampler::has_work(int64_t now, bool spare) const {
+  return holder_request_ >= 0 || waiters_count_ > 0 || now >= names_due_ns_ ||
+         (spare && options_.all_threads);
 }
 
 std::array<ReadRegion, 3> StackSampler::gil_regions(Gil* g) const {
@@ -132,7 +145,7 @@ std::array<ReadRegion, 3> StackSampler::gil_regions(Gil* g) const {
           field_region(interp_.gil_addr, l.switch_number, &g->switch_number)};
 }
 
-void StackSampler::work(int64_t deadline) {
+void StackSampler::work(int64_t deadline, bool spare) {
   const int64_t t0 = monotonic_ns();
   int64_t now = t0;
   // Names go first when they have waited kNamesFirstAfterNs: two threads trading the GIL every switch
@@ -167,7 +180,7 @@ void StackSampler::work(int64_t deadline) {
       last_names_step_ns_ = now;
       names_step(deadline);
       if (name_phase_ == NamePhase::kIdle && names_due_ns_ <= now) break;  // nothing more to do now
-    } else {
+    } else if (!spare || !options_.all_threads || !released_step(now, deadline)) {
       break;
     }
     now = monotonic_ns();
@@ -201,7 +214,7 @@ void StackSampler::sample(size_t slot, raw::GilRole role, int64_t deadline) {
     return;
   }
   const uint32_t stack = emit_sample(s, role, monotonic_ns(), w);
-  if (!holding && stack != 0) {
+  if (role == raw::GilRole::kWaiting && stack != 0) {
     s.idle_stack = stack;
     s.idle_switch = after.switch_number;
   }
@@ -298,9 +311,37 @@ uint32_t StackSampler::emit_sample(Slot& s, raw::GilRole role, int64_t now, cons
   ++counters_.samples;
   if (w.truncated) ++counters_.truncated;
   s.last_sample_ns = now;
-  s.resample_gap_ns = next_resample_gap();
+  s.resample_gap_ns = next_resample_gap(role == raw::GilRole::kReleased ? options_.released_resample_ns
+                                                                        : options_.hold_resample_ns);
   s.retries = 0;
   return stack;
+}
+
+bool StackSampler::released_due(const Slot& s, int64_t now) const {
+  if (!s.active || s.role != raw::GilRole::kReleased) return false;
+  if (s.last_sample_ns >= 0) return now - s.last_sample_ns >= s.resample_gap_ns;
+  return s.last_attempt_ns < 0 || now - s.last_attempt_ns >= kFailedRetryNs;
+}
+
+bool StackSampler::released_step(int64_t now, int64_t deadline) {
+  while (released_count_ > 0) {
+    const uint32_t slot = released_[released_head_];
+    released_head_ = (released_head_ + 1) % released_.size();
+    --released_count_;
+    if (released_due(slots_[slot], now)) {
+      sample(slot, raw::GilRole::kReleased, deadline);
+      return true;
+    }
+  }
+  for (size_t looked = 0; looked < std::min(kReleasedScanPerStep, slots_.size()); ++looked) {
+    const size_t slot = released_cursor_;
+    released_cursor_ = (released_cursor_ + 1) % slots_.size();
+    if (released_due(slots_[slot], now)) {
+      sample(slot, raw::GilRole::kReleased, deadline);
+      return true;
+    }
+  }
+  return false;
 }
 
 bool StackSampler::find_active_dict() {

@@ -7,6 +7,8 @@
 //   (on average: each gap is drawn from [1/2, 3/2) of it, so that a loop whose period is a multiple of the
 //   gap is not sampled at the same few points of its cycle, never showing the rest);
 // - each waiter's stack when it starts waiting (the call that gave up or asked for the GIL);
+// - with all_threads, each other thread's stack when it lets go of the GIL (or is first seen without it),
+//   and again every released_resample_ns (jittered) while it stays so, after the holder's and waiters';
 // - the threads' names (threading._active[ident]._name): soon after a thread appears, then every few
 //   seconds for renames.
 // A read that is stale by the time there is time for it (the hold or wait ended) is skipped. A holder's stack
@@ -46,8 +48,9 @@ class StackSampler {
   void emit_stats(int64_t t_now);
 
   // Whether there is something to read now; and reading it, until `deadline` (CLOCK_MONOTONIC ns).
-  bool has_work(int64_t now) const;
-  void work(int64_t deadline);
+  // `spare`: there is budget beyond the holder's and waiters' needs, for all_threads' released threads.
+  bool has_work(int64_t now, bool spare = false) const;
+  void work(int64_t deadline, bool spare = false);
 
   const StackTables& tables() const { return tables_; }
   const raw::StackStats& counters() const { return counters_; }
@@ -101,9 +104,13 @@ class StackSampler {
   bool decode_idents(int64_t deadline);      // true once every ident is decoded and sorted
   bool read_thread_names(int64_t deadline);  // true once every thread was looked up
   bool young_unnamed(int64_t now) const;     // a thread seen in the last 5 s whose name was not read yet
-  // The next gap between two reads of one hold: uniform in [1/2, 3/2) of hold_resample_ns.
-  int64_t next_resample_gap();
+  // The next gap between two reads of one hold (or one released stretch): uniform in [1/2, 3/2) of every_ns.
+  int64_t next_resample_gap(int64_t every_ns);
   bool find_active_dict();
+  // all_threads: one released thread's read that is due, from the queue of those that just let go, else
+  // from a round over the slots for those that stayed released; false when none was due.
+  bool released_step(int64_t now, int64_t deadline);
+  bool released_due(const Slot& s, int64_t now) const;
   template <class Kind>
   void emit(Kind&& record) {
     queue_.push(target_, std::forward<Kind>(record));
@@ -120,6 +127,9 @@ class StackSampler {
   ZeroedArray<Slot> slots_;
   ZeroedArray<uint32_t> waiters_;  // a ring of slots to read
   size_t waiters_head_ = 0, waiters_count_ = 0;
+  ZeroedArray<uint32_t> released_;  // all_threads: a ring of slots that let go of the GIL, to read
+  size_t released_head_ = 0, released_count_ = 0;
+  size_t released_cursor_ = 0;  // the round over the slots for released threads due again
   ZeroedArray<uint32_t> frame_ids_;
   int holder_request_ = -1;
   int64_t holder_request_since_ = 0;

@@ -8,7 +8,8 @@ known (tests/workloads/stacks.py), one recording per interpreter with `top --jso
 - phase 2: qualified names of a method, a nested function, a lambda, a generator, an asyncio coroutine (3.11+
   co_qualname; the plain name before), a 200-deep recursion cut at 64 frames and marked, unwinding fast while
   read: no garbage (every frame name and file plausible, every line positive), drops counted;
-- the trace: hold slices name their function in args, frames nest under them (gilspy_trace_check).
+- the trace: hold slices name their function in args, frames nest under them (gilspy_trace_check);
+- all_threads: record --all-threads on threads blocked in a C call and asleep (tests/workloads/blocked_io.py).
 """
 import json
 import os
@@ -244,4 +245,60 @@ def scenario_dump(gilspy, python):
         w.kill()
 
 
-SCENARIOS = {"stacks": scenario_stacks, "dump": scenario_dump}
+def workload_line(script, marker):
+    """The number of the line of tests/workloads/SCRIPT that holds MARKER (a comment)."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "workloads", script)) as f:
+        return next(n for n, line in enumerate(f, 1) if marker in line)
+
+
+def scenario_all_threads(gilspy, python):
+    """record --all-threads (tests/workloads/blocked_io.py): a thread blocked in socket.recv throughout, one
+    napping in time.sleep(0.05), one spinning. The receiver's time without the GIL is at its recv line for
+    >= 90 % of the recording (a thread without the GIL runs no Python: one read covers its stretch), the
+    napper's at its sleep line for >= 60 % (each nap is read when it begins, from the budget holders and waiters
+    leave); the summary, --weight released and the trace's without_gil slices say so. Without the option,
+    nothing of it: no such sample, no such table."""
+    recv_line = workload_line("blocked_io.py", "blocked here")
+    nap_line = workload_line("blocked_io.py", "the nap line")
+    w = Workload(python, "blocked_io.py", 6.0, timeout=60)
+    d = tempfile.mkdtemp(prefix="gilspy-all-threads-")
+    try:
+        receiver, napper = w.info["receiver"], w.info["napper"]
+        out = run_gilspy(gilspy, "record", "--all-threads", "-p", w.pid, "-d", 2, "-o", d, check_rc=0)
+        raw_path = single_raw(d)
+        raw = Raw(raw_path)
+        st = Stacks(raw)
+        duration = raw.summary["duration_ns"]
+        for tid, line in ((receiver, recv_line), (napper, nap_line)):
+            samples = st.of(tid, "r")
+            check(samples, f"no stack of thread {tid} without the GIL")
+            places = {(st.innermost(s)["qualname"], st.innermost(s)["line"]) for s in samples}
+            check(any(p[1] == line for p in places), f"thread {tid} read at {places}, not at line {line}")
+        sites = {(s["function"], s["line"]): s for s in raw.summary["stacks"].get("released_sites", [])}
+        recv_ns = sites.get(("receiver", recv_line), {}).get("released_ns", 0)
+        nap_ns = sites.get(("napper", nap_line), {}).get("released_ns", 0)
+        check(recv_ns >= 0.9 * duration, f"receiver at recv for {recv_ns} of {duration} ns: {list(sites)}")
+        check(nap_ns >= 0.6 * duration, f"napper at its sleep for {nap_ns} of {duration} ns: {list(sites)}")
+        check("without the GIL" in out.stdout and f"receiver (" in out.stdout,
+              f"the summary has no 'without the GIL' table naming the receiver:\n{out.stdout}")
+        released = folded(gilspy, raw_path, "released", d)
+        at_recv = sum(n for stack, n in released if stack[-1].startswith(f"receiver ("))
+        check(at_recv * 1000 >= 0.9 * duration, f"--weight released: {at_recv} us under receiver: {released}")
+        trace = raw_path.replace(".json", ".trace.json")
+        doc = check_trace(trace, raw)
+        lane = [e for e in doc["traceEvents"] if e.get("name") == "without_gil" and e["tid"] == receiver]
+        covered = sum(e["dur"] for e in lane) * 1000
+        check(lane and lane[0]["args"]["function"] == "receiver" and covered >= 0.9 * duration,
+              f"the receiver's without_gil slices cover {covered} of {duration} ns: {lane[:1]}")
+        plain = tempfile.mkdtemp(prefix="gilspy-plain-")
+        run_gilspy(gilspy, "record", "-p", w.pid, "-d", 0.5, "-o", plain, "--no-trace", check_rc=0)
+        plain_raw = Raw(single_raw(plain))
+        check(not [s for s in Stacks(plain_raw).samples if s["role"] == "r"], "released samples without --all-threads")
+        check("released_sites" not in plain_raw.summary["stacks"], "released sites without --all-threads")
+        print(f"all_threads: receiver at recv {recv_ns / duration:.1%}, napper at sleep {nap_ns / duration:.1%} of "
+              f"{duration / 1e9:.2f} s; {len(lane)} without_gil slices on the receiver's lane")
+    finally:
+        w.kill()
+
+
+SCENARIOS = {"stacks": scenario_stacks, "dump": scenario_dump, "all_threads": scenario_all_threads}

@@ -574,6 +574,81 @@ TEST_CASE(
   CHECK(sampler.counters().reused == 1);
 }
 
+TEST_CASE(
+    "stack sampler: --all-threads reads released threads from spare budget, after holders, again later") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t code = py.code("recv_loop", "/w.py", 8, location_table(8, {9, 10}), 2);
+  const uint64_t reader_ts = py.tstate(py.frame(code, py.instr(code, 1), 0));
+  const uint64_t holder_ts = py.tstate(py.frame(code, py.instr(code, 0), 0));
+  sampler::RecordQueue q(1024);
+  sampler::StackOptions o;
+  o.all_threads = true;
+  o.released_resample_ns = 100'000'000;
+  sampler::StackSampler sampler(s.interp, py.mem, q, 0, o, 16);
+  s.hold(holder_ts, 1);
+  constexpr int64_t kBig = 1'000'000'000;
+  sampler.thread_added(0, reader_ts, 1, 10, 1000);  // released since it was seen, 1000
+  sampler.thread_added(1, holder_ts, 2, 11, 1000);
+  sampler.role_changed(1, raw::GilRole::kHolding, 1500);
+  // Without spare budget only the holder is read; the released thread waits for budget beyond the roles'.
+  constexpr int64_t kPast = INT64_MIN / 2;  // has_work(far past): names are not due, reads asked for are
+  CHECK(sampler.has_work(kPast, false));    // the holder is due
+  sampler.work(gilspy::monotonic_ns() + kBig, false);
+  auto samples = only<raw::StackSample>(drain(q));
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].tid == 11);
+  CHECK(samples[0].role == raw::GilRole::kHolding);
+  CHECK_FALSE(sampler.has_work(kPast, false));
+  CHECK(sampler.has_work(kPast, true));
+  // With it: the released thread (first seen without the GIL, so since its start), once.
+  sampler.work(gilspy::monotonic_ns() + kBig, true);
+  samples = only<raw::StackSample>(drain(q));
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].tid == 10);
+  CHECK(samples[0].role == raw::GilRole::kReleased);
+  CHECK(samples[0].since == 1000);
+  sampler.work(gilspy::monotonic_ns() + kBig, true);
+  CHECK(only<raw::StackSample>(drain(q)).empty());  // not due again yet (50-150 ms)
+  // The holder lets go: read when it does, with that stretch's start.
+  sampler.role_changed(1, raw::GilRole::kReleased, 2500);
+  s.hold(0, 2);
+  sampler.work(gilspy::monotonic_ns() + kBig, true);
+  samples = only<raw::StackSample>(drain(q));
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].tid == 11);
+  CHECK(samples[0].since == 2500);
+  // Without --all-threads a released thread is never read.
+  sampler::RecordQueue q2(1024);
+  sampler::StackSampler plain(s.interp, py.mem, q2, 0, {}, 16);
+  plain.thread_added(0, reader_ts, 1, 10, 1000);
+  plain.role_changed(0, raw::GilRole::kReleased, 3000);
+  plain.work(gilspy::monotonic_ns() + kBig, true);
+  CHECK(only<raw::StackSample>(drain(q2)).empty());
+}
+
+TEST_CASE(
+    "stack sampler: --all-threads reads a thread that stays released again after released_resample_ns") {
+  FakeSession s;
+  auto& py = s.py;
+  const uint64_t code = py.code("recv_loop", "/w.py", 8, location_table(8, {9}), 1);
+  const uint64_t ts = py.tstate(py.frame(code, py.instr(code, 0), 0));
+  sampler::RecordQueue q(1024);
+  sampler::StackOptions o;
+  o.all_threads = true;
+  o.released_resample_ns = 2'000'000;  // 1-3 ms
+  sampler::StackSampler sampler(s.interp, py.mem, q, 0, o, 4);
+  s.hold(0, 1);
+  sampler.thread_added(0, ts, 1, 10, 0);
+  int reads = 0;
+  const int64_t until = gilspy::monotonic_ns() + 200'000'000;
+  while (gilspy::monotonic_ns() < until && reads < 5) {
+    sampler.work(gilspy::monotonic_ns() + 1'000'000, true);
+    reads += static_cast<int>(only<raw::StackSample>(drain(q)).size());
+  }
+  CHECK(reads == 5);  // 5 reads take 5-15 ms of the 200 ms
+}
+
 TEST_CASE("stack sampler: thread names from threading._active, renames, no threading") {
   FakeSession s;
   auto& py = s.py;
