@@ -14,10 +14,12 @@ constexpr const char* kTopFooter =
     "  gilspy top -p 1234,1240                several processes, one group each\n"
     "  gilspy top -- python3 train.py         launch a program and watch it until it exits\n"
     "  gilspy top -p 1234 --json -n 5         five snapshots, one JSON object per line\n"
+    "  gilspy top -p 1234 --functions         which Python functions hold the GIL (py-spy's top, by role)\n"
     "Keys: h sort by HOLD%, w by WAIT%, i by TID; c CPU columns (CPU%, run-queue, IPC by GIL role) / GIL\n"
-    "columns; t totals since start / last interval; p pause; r reset the totals; q quit. On a pipe (or "
-    "with\n"
-    "--batch) it prints a plain snapshot every interval (with --counters, each process's CPU table too).\n"
+    "columns; f functions (own and total time held, waited, without the GIL) / threads; t totals since\n"
+    "start / last interval; p pause; r reset the totals; q quit. On a pipe (or with --batch) it prints a\n"
+    "plain snapshot every interval (with --counters, each process's CPU table too; with --functions, the\n"
+    "function table).\n"
     "Exit status: 0 when it ended as asked (q, -n, Ctrl+C, SIGTERM, SIGHUP, the targets' exit); in launch "
     "mode "
     "the\n"
@@ -44,6 +46,10 @@ Runner add_top_command(CLI::App& app) {
   cmd->add_flag("--json", opts->json,
                 "Batch mode, one JSON object per snapshot per line (a program gilspy launches writes its own "
                 "stdout to stderr then, so that stdout stays JSON)");
+  cmd->add_flag("--functions", opts->functions,
+                "Start in the function view (key f toggles): time by Python function, own and total, held, "
+                "waited and (--all-threads) without the GIL, as py-spy's top shows it; in batch mode the "
+                "function table follows the threads");
   cmd->add_option("-o,--output-dir", opts->output_dir,
                   "Also write the raw files and Chrome traces (as `gilspy record` does) into this directory");
   return [opts, targets] {

@@ -38,6 +38,7 @@ void ScreenSink::start(const SessionTarget& t) {
        .start_ns = t.attached_ns,
        .exact = t.sampler != nullptr && t.sampler->exact() != nullptr && !t.sampler->exact_shadow()});
   live_[t.id];
+  start_functions(t.id);
 }
 
 int64_t ScreenSink::now_ns() const {
@@ -47,6 +48,7 @@ int64_t ScreenSink::now_ns() const {
 void ScreenSink::take_snapshot(bool last) {
   const int64_t at = *tick_ns_;
   tick_ns_.reset();
+  open_function_pieces(at);
   top::TopSnapshot s = model_.snapshot(at);
   if (last && shown_) s = top::keep_last_interval(*shown_, std::move(s));
   shown_ = s;
@@ -68,6 +70,7 @@ void ScreenSink::record(const SessionTarget& t, const raw::Record& r) {
                                              [](const auto&) { return false; }},
                              r);
   if (tick_ns_ && !part_of_tick) flush_tick();
+  if (const auto f = function_stacks_.find(id); f != function_stacks_.end()) f->second.pieces->add(r);
   Liveness& life = live_[id];
   std::visit(
       raw::overloaded{

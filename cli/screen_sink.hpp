@@ -6,12 +6,17 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "cli/sink.hpp"
 #include "cli/stack_texts.hpp"
 #include "cli/top/top_model.hpp"
+#include "raw/stack_summary.hpp"
 
 namespace gilspy::cli {
 
@@ -61,6 +66,21 @@ class ScreenSink final : public Sink {
   };
   std::map<raw::TargetId, Liveness> live_;
   StackTexts stacks_;  // each thread's current function, from its stack samples
+
+  // The function view (screen_sink_functions.cpp): each target's holds, waits and stretches without the GIL
+  // cut at their stack samples, into the model by function. A hold, a wait or a stretch without the GIL may
+  // last longer than a window (a thread blocked in recv, the whole run): what of it is open is credited at
+  // each tick, and when it ends only what came after the last tick.
+  struct FunctionStacks {
+    std::unique_ptr<raw::StackPieces> pieces;
+    std::unordered_map<uint32_t, std::vector<std::string>> texts;  // stack -> its functions, innermost first
+  };
+  void start_functions(raw::TargetId id);
+  void function_pieces(raw::TargetId id, const std::vector<raw::StackPiece>& pieces, int64_t from_ns);
+  void open_function_pieces(int64_t tick_ns);
+  const std::vector<std::string>& function_texts(FunctionStacks& f, uint32_t stack);
+  std::map<raw::TargetId, FunctionStacks> function_stacks_;
+  int64_t functions_credited_ns_ = 0;  // the last tick the open stretches were credited up to
 };
 
 }  // namespace gilspy::cli

@@ -35,6 +35,7 @@ class TopView {
  public:
   TopView(const TopOptions& o, Session& session, bool live) : o_(o), session_(session), live_(live) {
     view_.colour = live && top::colour_wanted_for(STDOUT_FILENO);
+    view_.functions = o.functions;
   }
 
   void on_snapshot(top::TopSnapshot s, bool last) {
@@ -55,7 +56,8 @@ class TopView {
       std::fflush(stdout);
     } else {
       if (shown_ > 1) std::fputs("\n", stdout);
-      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.session.counters.empty()).c_str(),
+      std::fputs(top::render_batch(s, top::SortKey::kHold, false, !o_.session.counters.empty(), o_.functions)
+                     .c_str(),
                  stdout);
       std::fflush(stdout);
     }

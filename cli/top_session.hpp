@@ -15,6 +15,7 @@ struct TopOptions {
   int count = 0;            // stop after this many snapshots; 0: until q, a signal or the targets exit
   bool batch = false;       // plain snapshots on stdout (also when stdin or stdout is not a terminal)
   bool json = false;        // one JSON object per snapshot per line (batch)
+  bool functions = false;   // start in the function view (key f); batch: the function table after the threads
   std::string output_dir;   // "" for none; else the raw files and traces go there too
 };
 

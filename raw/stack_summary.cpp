@@ -104,6 +104,29 @@ void StackPieces::open_released(int64_t end, const OnInterval& on_interval) cons
   }
 }
 
+void StackPieces::open_intervals(int64_t end, const OnInterval& on_interval) const {
+  open_released(end, on_interval);
+  std::vector<StackPiece> pieces;
+  for (const auto& [tid, samples] : pending_) {
+    // The open hold or wait is the latest one sampled: the samples of earlier ones left with their records.
+    const StackSample* open = nullptr;
+    for (const StackSample& s : samples) {
+      if (s.role != GilRole::kReleased && (open == nullptr || s.since > open->since)) open = &s;
+    }
+    if (open == nullptr) continue;
+    pieces.clear();
+    for (const StackSample& s : samples) {
+      if (s.role != open->role || s.since != open->since) continue;
+      const int64_t from =
+          pieces.empty() ? s.since : std::clamp(s.ts, pieces.back().from, std::max(end, s.since));
+      if (!pieces.empty()) pieces.back().to = from;
+      pieces.push_back({.tid = tid, .role = s.role, .from = from, .to = end, .stack = s.stack});
+    }
+    std::erase_if(pieces, [](const StackPiece& p) { return p.to <= p.from; });
+    if (!pieces.empty()) on_interval(pieces);
+  }
+}
+
 void StackPieces::finish(int64_t end) {
   std::vector<int64_t> tids;
   for (const auto& [tid, samples] : pending_) tids.push_back(tid);

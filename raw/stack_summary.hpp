@@ -66,6 +66,9 @@ class StackPieces {
   void add(const Record& r);
   // The released stretches still open, as pieces up to `end` (one on_interval each), left open.
   void open_released(int64_t end, const OnInterval& on_interval) const;
+  // ...and the holds and waits still open that have a sample (from the sample's `since`, cut at each later
+  // one), each as its own on_interval: what a live view credits to the window so far.
+  void open_intervals(int64_t end, const OnInterval& on_interval) const;
   // ...and closed at `end`, through the callback given at construction.
   void finish(int64_t end);
   const std::unordered_map<uint32_t, FrameDef>& frames() const { return frames_; }

@@ -40,6 +40,9 @@ std::vector<Key> decode_keys(std::string_view bytes) {
       case 'c':
         keys.push_back(Key::kToggleCpu);
         break;
+      case 'f':
+        keys.push_back(Key::kToggleFunctions);
+        break;
       case 'q':
       case 'Q':
         keys.push_back(Key::kQuit);
@@ -70,6 +73,9 @@ bool apply_view_key(Key key, RenderOptions& o) {
       return true;
     case Key::kToggleCpu:
       o.cpu = !o.cpu;
+      return true;
+    case Key::kToggleFunctions:
+      o.functions = !o.functions;
       return true;
     case Key::kReset:
     case Key::kQuit:

@@ -9,9 +9,19 @@
 
 namespace gilspy::top {
 
-enum class Key { kSortHold, kSortWait, kSortTid, kToggleTotals, kTogglePause, kReset, kQuit, kToggleCpu };
+enum class Key {
+  kSortHold,
+  kSortWait,
+  kSortTid,
+  kToggleTotals,
+  kTogglePause,
+  kReset,
+  kQuit,
+  kToggleCpu,
+  kToggleFunctions
+};
 
-// h, w, i, t, p, r, q (and Q), c; anything else is ignored.
+// h, w, i, t, p, r, q (and Q), c, f; anything else is ignored.
 std::vector<Key> decode_keys(std::string_view bytes);
 
 // Applies what only changes the view (sort, totals, pause) to `o`; returns false for the keys the session

@@ -2,6 +2,7 @@
 // that a consumer needs no unit table; missing figures (no stats tick yet) are null, not zero.
 #include <nlohmann/json.hpp>
 
+#include "cli/top/function_table.hpp"
 #include "cli/top/top_render.hpp"
 
 namespace gilspy::top {
@@ -109,7 +110,8 @@ std::string render_json(const TopSnapshot& s) {
   const nlohmann::json j = {{"now_ns", s.now_ns},
                             {"interval_s", seconds(s.now_ns - s.interval_start_ns)},
                             {"totals_s", seconds(s.now_ns - s.totals_start_ns)},
-                            {"processes", processes}};
+                            {"processes", processes},
+                            {"functions", functions_json(s, 50)}};
   // Thread names and commands come from the target: not necessarily UTF-8, and dump() must not throw on them.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -206,6 +206,7 @@ TopSnapshot TopModel::snapshot(int64_t now_ns) {
   s.interval_start_ns = window_start_ns_;
   s.totals_start_ns = totals_start_ns_;
   for (Process& p : processes_) s.processes.push_back(close_process(p, now_ns));
+  s.functions = functions_.close_window();
   std::erase_if(processes_, [this](const Process& p) {
     if (p.shown_after_end < kEndedSnapshotsShown) return false;
     dropped_ids_.push_back(p.info.id);
@@ -218,6 +219,7 @@ TopSnapshot TopModel::snapshot(int64_t now_ns) {
 void TopModel::reset(int64_t now_ns) {
   now_ns = std::max(now_ns, window_start_ns_);
   window_start_ns_ = totals_start_ns_ = now_ns;
+  functions_.reset();
   for (Process& p : processes_) {
     p.busy_window_ns = p.busy_total_ns = 0;
     p.waiters.reset_totals();
@@ -236,6 +238,11 @@ TopSnapshot keep_last_interval(const TopSnapshot& shown, TopSnapshot final) {
   if (polled || shown.processes.empty()) return final;
   final.interval_start_ns = shown.interval_start_ns;
   final.now_ns = std::max(shown.now_ns, final.interval_start_ns);
+  for (FunctionRow& f : final.functions) {
+    const auto was = std::find_if(shown.functions.begin(), shown.functions.end(),
+                                  [&](const FunctionRow& g) { return g.function == f.function; });
+    f.interval = was == shown.functions.end() ? FunctionFigures{} : was->interval;
+  }
   for (ProcessRow& p : final.processes) {
     const auto before = std::find_if(shown.processes.begin(), shown.processes.end(),
                                      [&](const ProcessRow& q) { return q.id == p.id; });

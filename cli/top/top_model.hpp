@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/top/cpu_account.hpp"
+#include "cli/top/function_account.hpp"
 #include "cli/top/gc_account.hpp"
 #include "cli/top/process_gauges.hpp"
 #include "cli/top/thread_account.hpp"
@@ -58,6 +59,11 @@ class TopModel {
   void gc_settings(uint32_t id, bool enabled, int64_t ts_ns);  // gc.isenabled(), first and on change
   // The thread's CPU over [start_ns, start_ns + dur_ns] in `role` (the CPU columns).
   void cpu(uint32_t id, int64_t tid, Role role, int64_t start_ns, int64_t dur_ns, const CpuPiece& piece);
+  // A piece of a hold, a wait or a stretch without the GIL that ended, `ns` long, in the functions of its
+  // stack (innermost first): the function view (function_account.hpp). Every target's together.
+  void function_time(Role role, const std::vector<std::string>& functions, int64_t ns) {
+    functions_.add(role, functions, ns);
+  }
 
   TopSnapshot snapshot(int64_t now_ns);  // closes the window [previous snapshot, now_ns]
   void reset(int64_t now_ns);            // totals and the window restart at now_ns
@@ -98,6 +104,7 @@ class TopModel {
   std::vector<Process> processes_;     // a handful: found by a linear search, shown in this order
   std::vector<uint32_t> dropped_ids_;  // ended and no longer shown (ids are never reused in a session)
   Process discarded_;                  // where the records of a dropped process go
+  FunctionAccount functions_;
 };
 
 }  // namespace gilspy::top

@@ -6,6 +6,7 @@
 
 #include "base/terminal_text.hpp"
 #include "cli/top/cpu_columns.hpp"
+#include "cli/top/function_table.hpp"
 #include "cli/top/gc_format.hpp"
 
 namespace gilspy::top {
@@ -108,17 +109,35 @@ std::vector<std::size_t> share_rows(const std::vector<Group>& groups, std::size_
 
 std::string help_text(std::size_t width) {
   // The longest form that fits: a cut help line would hide `q quit`, the key a lost user looks for.
-  for (const char* text : {"h sort HOLD%  w sort WAIT%  i sort TID  c CPU/GIL columns  t totals/interval  p "
-                           "pause  r reset  q quit",
-                           "h/w/i sort  c CPU  t totals  p pause  r reset  q quit", "h w i c t p r q"}) {
+  for (const char* text :
+       {"h sort HOLD%  w sort WAIT%  i sort TID  c CPU/GIL columns  f functions/threads  t "
+        "totals/interval  p pause  r reset  q quit",
+        "h/w/i sort  c CPU  f functions  t totals  p pause  r reset  q quit", "h w i c f t p r q"}) {
     if (display_width(text) <= width) return text;
   }
   return "q";
 }
 
+// The function view: the title, the function table in the rows there are, the help line.
+std::vector<std::string> render_function_screen(const TopSnapshot& s, const RenderOptions& o) {
+  const auto width = static_cast<std::size_t>(o.width);
+  const auto height = static_cast<std::size_t>(o.height);
+  std::vector<Line> body{title_line(s, o.sort, o.totals, o.paused)};
+  body.push_back(Line{});
+  // Title, blank line, heading and help line: the rest is rows.
+  const std::size_t rows = height > 4 ? height - 4 : 0;
+  for (Line& l : function_lines(s, o.sort, o.totals, width, rows)) body.push_back(std::move(l));
+  if (body.size() > height - 1) body.resize(height - 1);
+  std::vector<std::string> out;
+  for (const Line& l : body) out.push_back(emit(l, width, o.colour));
+  out.push_back(emit(Line{{{help_text(width), Style::kBold}}, false}, width, o.colour));
+  return out;
+}
+
 std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions& o) {
   std::vector<std::string> out;
   if (o.width <= 0 || o.height <= 0) return out;
+  if (o.functions) return render_function_screen(s, o);
   const auto width = static_cast<std::size_t>(o.width);
   const auto height = static_cast<std::size_t>(o.height);
   const TableLayout layout = layout_table(width);
@@ -173,7 +192,7 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
   return out;
 }
 
-std::string render_batch(const TopSnapshot& s, SortKey sort, bool totals, bool cpu) {
+std::string render_batch(const TopSnapshot& s, SortKey sort, bool totals, bool cpu, bool functions) {
   // Wide enough for every column and the longest name; nothing is dropped in a batch.
   constexpr std::size_t kWidth = 160;
   const TableLayout layout = layout_table(kWidth);
@@ -193,6 +212,9 @@ std::string render_batch(const TopSnapshot& s, SortKey sort, bool totals, bool c
       add(cpu_heading(cpu_layout));
       for (const ThreadRow* t : sorted_threads(p, sort, totals)) add(cpu_row(cpu_layout, *t, totals));
     }
+  }
+  if (functions) {
+    for (const Line& l : function_lines(s, sort, totals, kWidth, s.functions.size() + 1)) add(l);
   }
   return out;
 }

@@ -16,8 +16,9 @@ struct RenderOptions {
   SortKey sort = SortKey::kHold;
   bool totals = false;  // figures since start (or the last reset) instead of the last interval
   bool colour = false;
-  bool paused = false;  // the screen is frozen on this snapshot
-  bool cpu = false;     // the CPU columns (cpu_columns.hpp, key c) instead of the GIL ones
+  bool paused = false;     // the screen is frozen on this snapshot
+  bool cpu = false;        // the CPU columns (cpu_columns.hpp, key c) instead of the GIL ones
+  bool functions = false;  // the function view (function_table.hpp, key f) instead of the processes
 };
 
 // At most `height` lines, none wider than `width` columns (SGR codes, present only with colour, take none);
@@ -29,12 +30,14 @@ std::vector<std::string> render_screen(const TopSnapshot& s, const RenderOptions
 std::string help_text(std::size_t width = 1000);
 
 // Plain text for a pipe or a log: every process and thread, all columns, no escape code; ends with a newline.
-// With `cpu`, each process's CPU table (cpu_columns.hpp) follows its GIL table.
+// With `cpu`, each process's CPU table (cpu_columns.hpp) follows its GIL table; with `functions`, the
+// function table (function_table.hpp, every function) follows them all.
 std::string render_batch(const TopSnapshot& s, SortKey sort = SortKey::kHold, bool totals = false,
-                         bool cpu = false);
+                         bool cpu = false, bool functions = false);
 
 // One JSON object on one line, no newline: per process the header figures of both periods, per thread its
-// shares as fractions, holds, and lengths in seconds. Target text is JSON-escaped (invalid UTF-8 replaced).
+// shares as fractions, holds, and lengths in seconds; the 50 functions that held the GIL longest in the
+// interval (own and total time per role, seconds). Target text is JSON-escaped (invalid UTF-8 replaced).
 std::string render_json(const TopSnapshot& s);
 
 }  // namespace gilspy::top

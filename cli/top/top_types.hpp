@@ -121,11 +121,27 @@ struct ProcessRow {
   std::vector<ThreadRow> threads;  // in order of first appearance; the renderer sorts
 };
 
+// One Python function over one period (the function view, key f): the time threads spent in it, per GIL role
+// (indexed by Role), from the stack samples of holds, waits and, with --all-threads, stretches without the
+// GIL. `own`: it was the innermost frame; `total`: it was on the stack (once however often).
+struct FunctionFigures {
+  std::array<int64_t, 3> own_ns{}, total_ns{};
+  int64_t own(Role r) const { return own_ns[static_cast<std::size_t>(r)]; }
+  int64_t total(Role r) const { return total_ns[static_cast<std::size_t>(r)]; }
+  bool any() const;
+};
+
+struct FunctionRow {
+  std::string function;  // "qualname (file:first line)", target text: escaped by the renderers
+  FunctionFigures interval, total;
+};
+
 struct TopSnapshot {
   int64_t now_ns = 0;
-  int64_t interval_start_ns = 0;      // the last interval is [interval_start_ns, now_ns]
-  int64_t totals_start_ns = 0;        // totals cover [totals_start_ns, now_ns]: start, or the last reset
-  std::vector<ProcessRow> processes;  // in order of add_process
+  int64_t interval_start_ns = 0;       // the last interval is [interval_start_ns, now_ns]
+  int64_t totals_start_ns = 0;         // totals cover [totals_start_ns, now_ns]: start, or the last reset
+  std::vector<ProcessRow> processes;   // in order of add_process
+  std::vector<FunctionRow> functions;  // every target's together, in no order: the renderer sorts
 };
 
 }  // namespace gilspy::top

@@ -842,6 +842,16 @@ def scenario_top_batch(gilspy, python):
         check(p["total"]["gil_busy"] > 0.8, f"GIL busy {p['total']['gil_busy']:.1%} with 3 CPU threads")
         print(f"top {p['python_version']}: " + ", ".join(f"cpu {threads[t]['total']['hold']:.1%}" for t in cpu) +
               f", sleeper {s_hold:.2%}; busy {p['total']['gil_busy']:.1%}, {p['total']['poll_rate_hz']:.0f} polls/s")
+        # By function: the CPU threads hold the GIL in spin_until (own time, the innermost frame), under cpu
+        # (total); the sleeper waits in sleeper. Holds are credited as their stacks are read: most of the time.
+        functions = {f["function"].split(" (")[0]: f for f in snaps[-1]["functions"]}
+        spin = functions.get("spin_until", {})
+        check(spin.get("own_hold_s", 0) >= 0.6 * snaps[-1]["interval_s"],
+              f"spin_until held {spin.get('own_hold_s')} s of {snaps[-1]['interval_s']}: {list(functions)[:6]}")
+        check(functions.get("cpu", {}).get("total_hold_s", 0) >= spin["own_hold_s"] * 0.99 and
+              functions.get("cpu", {}).get("own_hold_s", 1) < 0.1 * spin["own_hold_s"],
+              f"cpu's own and total hold: {functions.get('cpu')}")
+        check(functions.get("sleeper", {}).get("own_wait_s", 0) > 0, f"sleeper's waits: {functions.get('sleeper')}")
 
         t0 = time.monotonic()
         snaps = top_json_lines(run_gilspy(gilspy, "top", "-p", w.pid, "--json", "-n", 2, "--interval", 0.5))
@@ -853,6 +863,11 @@ def scenario_top_batch(gilspy, python):
         check("\x1b" not in out.stdout, "batch text holds an escape code")
         check(f"pid {w.pid}" in out.stdout and "HOLD%" in out.stdout and str(cpu[0]) in out.stdout,
               f"batch text lacks the process, the heading or a thread: {out.stdout!r}")
+        out = run_gilspy(gilspy, "top", "-p", w.pid, "-n", 1, "--functions", check_rc=0)
+        table = out.stdout[out.stdout.find("OWN HOLD"):]
+        check("OWN HOLD" in out.stdout and re.search(r"^\s+\d+\.\d\s+\S+\s+\S+\s+\S+\s+\S+\s+spin_until \(common\.py:",
+                                                     table.split("\n")[1] if "\n" in table else "", re.M),
+              f"--functions: the function table does not start with spin_until: {table[:400]!r}")
     finally:
         w.kill()
 
@@ -983,6 +998,13 @@ def scenario_top_interactive(gilspy, python):
             check(rows == sorted(rows) and rows[0] == main_tid, f"sorted by TID, rows are {rows}")
             t.send(b"t")
             t.wait_frame(lambda f: "totals over" in f[0], 2, "totals after the key t")
+            # f: the function view, sorted by own hold (h) the CPU threads' spin_until first; f again: the threads.
+            t.send(b"hf")
+            f = t.wait_frame(lambda f: any("OWN HOLD" in l for l in f), 2, "the function table after the key f")
+            heading = next(i for i, l in enumerate(f) if "OWN HOLD" in l)
+            check("spin_until (common.py:" in f[heading + 1], f"the first function is not spin_until: {f[heading:heading + 3]}")
+            t.send(b"f")
+            t.wait_frame(lambda f: cpu <= set(thread_rows(f)), 2, "the thread rows again after f")
             t.send(b"q")
             rc, took = t.finish(5)
             check(rc == 0, f"q: exit {rc}")
