@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "base/clock.hpp"
 #include "base/terminal_text.hpp"
 #include "cli/commands.hpp"
 #include "cli/gil_snapshot.hpp"
+#include "sampler/native/native_stacks.hpp"
 #include "sampler/stacks/thread_dump.hpp"
 
 namespace gilspy::cli {
@@ -18,6 +20,7 @@ namespace {
 
 struct DumpOptions : LookOptions {
   double watch_s = 0.1;
+  bool native = false;  // also each thread's C stack (a brief ptrace stop per thread)
 };
 
 // The GIL read every millisecond for a while: whether it changed hands, and whether one thread held it all
@@ -51,6 +54,7 @@ struct DumpedThread {
   ThreadLook look;
   std::string name;  // threading's name; empty when unknown
   sampler::DumpStack stack;
+  std::optional<sampler::NativeStack> native = {};  // --native
 };
 
 int role_rank(const ThreadLook& t) {
@@ -119,6 +123,29 @@ void print_stack(const sampler::DumpStack& s) {
   if (s.truncated) fmt::print("    ... deeper frames not read\n");
 }
 
+// --native: after the Python stacks (read without stopping anything), each thread's C stack, the holder
+// first, each thread stopped only while its own is read.
+void add_native_stacks(int pid, std::vector<DumpedThread>& threads) {
+  std::vector<int64_t> tids;
+  for (const auto& t : threads) tids.push_back(t.look.ref.tid);
+  auto stacks = sampler::read_native_stacks(pid, tids);
+  for (size_t i = 0; i < threads.size() && i < stacks.size(); ++i) threads[i].native = std::move(stacks[i]);
+}
+
+void print_native(const sampler::NativeStack& s) {
+  fmt::print("  native, innermost first (stopped {} us to read):\n", (s.stopped_ns + 500) / 1000);
+  if (s.frames.empty()) fmt::print("    (none: {})\n", escape_for_terminal(s.error));
+  for (const auto& f : s.frames) {
+    const std::string where = f.module.empty() ? "" : " (" + escape_for_terminal(f.module) + ")";
+    if (f.function.empty()) {
+      fmt::print("    0x{:x}{}\n", f.pc, where);
+    } else {
+      fmt::print("    {}+0x{:x}{}\n", escape_for_terminal(f.function), f.offset, where);
+    }
+  }
+  if (s.truncated) fmt::print("    ... deeper frames not read\n");
+}
+
 void print_dump_text(int pid, const sampler::Interpreter& in, const GilSnapshot& snap, const GilWatch& w,
                      const std::vector<DumpedThread>& threads) {
   fmt::print("Python {} ({}), pid {}\n", in.binary.version.text(), escape_for_terminal(in.binary.path), pid);
@@ -140,7 +167,27 @@ void print_dump_text(int pid, const sampler::Interpreter& in, const GilSnapshot&
     fmt::print("\nThread {}{}{}: {}\n", t.look.ref.tid, quoted_name(t), t.look.main ? " (main thread)" : "",
                what);
     print_stack(t.stack);
+    if (t.native) print_native(*t.native);
   }
+  if (!threads.empty() && threads.front().native) {
+    int64_t longest = 0;
+    for (const auto& t : threads) longest = std::max(longest, t.native ? t.native->stopped_ns : 0);
+    fmt::print(
+        "\nNative stacks: read after the Python ones, each thread stopped with ptrace while its registers "
+        "and "
+        "stack were read (at most {} us); the Python stacks were read without stopping anything.\n",
+        (longest + 500) / 1000);
+  }
+}
+
+nlohmann::json native_json(const sampler::NativeStack& s) {
+  auto frames = nlohmann::json::array();
+  for (const auto& f : s.frames) {
+    frames.push_back({{"pc", f.pc}, {"function", f.function}, {"offset", f.offset}, {"module", f.module}});
+  }
+  nlohmann::json out = {{"frames", frames}, {"truncated", s.truncated}, {"stopped_us", s.stopped_ns / 1000}};
+  if (!s.error.empty()) out["error"] = s.error;
+  return out;
 }
 
 nlohmann::json dump_json(int pid, const sampler::Interpreter& in, const GilSnapshot& snap, const GilWatch& w,
@@ -156,6 +203,7 @@ nlohmann::json dump_json(int pid, const sampler::Interpreter& in, const GilSnaps
                           {"stack", frames},       {"stack_truncated", t.stack.truncated}};
     if (const char* sys = sampler::syscall_name(t.look.syscall)) row["syscall"] = sys;
     if (!t.stack.read) row["stack_error"] = t.stack.why;
+    if (t.native) row["native"] = native_json(*t.native);
     rows.push_back(std::move(row));
   }
   return {{"pid", pid},
@@ -177,7 +225,8 @@ int run_dump(const DumpOptions& o) {
   const GilWatch w = watch_gil(*t.reader, t.in, o.watch_s);
   const GilSnapshot snap = read_gil_snapshot(o.pid, *t.reader, t.in, t.threads);
   sampler::ThreadDump dump(t.in, *t.reader);
-  const auto threads = dump_threads(snap, dump);
+  auto threads = dump_threads(snap, dump);
+  if (o.native) add_native_stacks(o.pid, threads);
   if (o.json) {
     print_json_line(dump_json(o.pid, t.in, snap, w, threads));
     return 0;
@@ -198,11 +247,16 @@ Runner add_dump_command(CLI::App& app) {
       "along, as in a hung service?), then prints each thread's Python stack, innermost call first: the\n"
       "holder first, then the threads waiting for the GIL, then the rest with what the kernel says they\n"
       "are blocked in. The target is not stopped: the holder's stack is read while it runs (read again\n"
-      "until a read is not torn). --json prints the same as one JSON object.");
+      "until a read is not torn). --native adds each thread's C stack (where a C extension holds the GIL),\n"
+      "which does stop threads: one at a time, with ptrace, while its registers and stack are read (1-20 ms\n"
+      "each here; each thread's is printed). --json prints the same as one JSON object.");
   add_look_options(cmd, *opts);
   cmd->add_option("--watch", opts->watch_s, "Seconds to watch the GIL before the stacks are read")
       ->default_val(0.1)
       ->check(non_negative_number());
+  cmd->add_flag("--native", opts->native,
+                "Also each thread's native (C) stack, symbols from the mapped binaries: stops each thread "
+                "briefly (ptrace) to read its registers; needs root or CAP_SYS_PTRACE");
   return [opts] { return run_dump(*opts); };
 }
 

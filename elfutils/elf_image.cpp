@@ -44,23 +44,34 @@ ElfImage ElfImage::open(const std::string& path) {
   return from_fd(fd, path);
 }
 
-ElfImage ElfImage::open_in_process(pid_t pid, const std::string& path) {
+int open_file_in_process(pid_t pid, const std::string& path, std::string* why, bool nonblocking) {
   const std::string root_path = "/proc/" + std::to_string(pid) + "/root";
   const int root = ::open(root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root < 0) fail(root_path + path, std::strerror(errno));
+  if (root < 0) {
+    *why = std::strerror(errno);
+    return -1;
+  }
+  const int flags = O_RDONLY | O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0);
   struct open_how how = {};
-  how.flags = O_RDONLY | O_CLOEXEC;
+  how.flags = static_cast<uint64_t>(flags);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   const std::string relative = path.empty() || path[0] != '/' ? path : path.substr(1);
   int fd = static_cast<int>(::syscall(SYS_openat2, root, relative.c_str(), &how, sizeof how));
   if (fd < 0 && errno == ENOSYS) {  // kernels before 5.6: at least the last component is not a link
-    fd = ::openat(root, relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd = ::openat(root, relative.c_str(), flags | O_NOFOLLOW);
   }
   const int err = errno;
   ::close(root);
-  if (fd < 0)
-    fail(root_path + path, err == ELOOP ? "a symbolic link on the way (not followed)" : std::strerror(err));
-  return from_fd(fd, root_path + path);
+  if (fd < 0) *why = err == ELOOP ? "a symbolic link on the way (not followed)" : std::strerror(err);
+  return fd;
+}
+
+ElfImage ElfImage::open_in_process(pid_t pid, const std::string& path) {
+  std::string why;
+  const int fd = open_file_in_process(pid, path, &why);
+  const std::string shown = "/proc/" + std::to_string(pid) + "/root" + path;
+  if (fd < 0) fail(shown, why);
+  return from_fd(fd, shown);
 }
 
 ElfImage ElfImage::from_fd(int fd, const std::string& path) {

@@ -31,6 +31,11 @@ struct Section {
   uint64_t file_offset = 0;
 };
 
+// Opens `path` as process `pid` sees it (inside /proc/PID/root, no symlink followed: see
+// ElfImage::open_in_process) for reading; the descriptor, or -1 with *why saying what failed. `nonblocking`:
+// O_NONBLOCK too, so that a FIFO planted where a library was does not hang the reader.
+int open_file_in_process(pid_t pid, const std::string& path, std::string* why, bool nonblocking = false);
+
 class ElfImage {
  public:
   // Throws Error(kElf) when the file cannot be opened or is not ELF.

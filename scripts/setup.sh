@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(build-essential cmake pkg-config libelf-dev libdwarf-dev libboost-dev libboost-system-dev zlib1g-dev
+PKGS=(build-essential cmake pkg-config libelf-dev libdw-dev libdwarf-dev libboost-dev libboost-system-dev zlib1g-dev
       nlohmann-json3-dev doctest-dev libcli11-dev libfmt-dev gdb python3.11 util-linux bpftrace nodejs
       patchelf clang-format)
 missing=()

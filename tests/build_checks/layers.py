@@ -26,8 +26,9 @@ USES = {
     "sampler/exact": ["elfutils"],
     "sampler/gil": ["sampler/gc", "sampler/stacks", "sampler/counters", "sampler/schedule", "sampler/exact"],
     "sampler/loop": ["sampler/gil"],
+    "sampler/native": ["elfutils"],
     "cli/top": ["raw"],
-    "cli": ["sampler/loop", "convert", "cli/top"],
+    "cli": ["sampler/loop", "sampler/native", "convert", "cli/top"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -239,8 +239,27 @@ def scenario_dump(gilspy, python):
         thread_lines = [line for line in text.splitlines() if line.startswith("Thread ")]
         check(thread_lines and thread_lines[0].startswith(f"Thread {stuck} \"stuck\": holds the GIL"),
               f"dump's first thread: {thread_lines[:1]}")
+        # --native: the holder's C stack, in the regex engine where the interpreter's symbols say so (pyenv's
+        # builds keep .symtab; Debian's static, stripped one has only the exported names); each thread stopped
+        # briefly, and let go (the GIL keeps moving among the others afterwards: the target was not hurt).
+        d = json.loads(run_gilspy(gilspy, "dump", "-p", w.pid, "--json", "--native", check_rc=0).stdout)
+        holder = d["threads"][0]
+        native = holder.get("native", {})
+        frames = native.get("frames", [])
+        check(holder["tid"] == stuck and len(frames) >= 3 and native["stopped_us"] > 0,
+              f"the holder's native stack: {native}")
+        names = [f["function"] for f in frames]
+        if "debian" not in python:
+            check(any("sre" in n for n in names[:4]), f"the holder's native stack is not in the regex engine: {names}")
+        check(all(t.get("native", {}).get("frames") or t.get("native", {}).get("error") for t in d["threads"]),
+              f"a thread without a native stack or a reason: {[t.get('native') for t in d['threads']]}")
+        text = run_gilspy(gilspy, "dump", "-p", w.pid, "--native", check_rc=0).stdout
+        check("native, innermost first" in text and "Native stacks: read after the Python ones" in text,
+              f"dump --native's text: {text[:600]}")
+        check(w.proc.poll() is None, "the target died after dump --native")
         print(f"dump: holder {stuck} first with {len(functions)} frames down to the regex; workers waiting in "
-              f"{waiting_seen} of 3 dumps; sleeper in {s.get('syscall')}")
+              f"{waiting_seen} of 3 dumps; sleeper in {s.get('syscall')}; native: {names[:2]}, "
+              f"stopped {native['stopped_us']} us")
     finally:
         w.kill()
 
