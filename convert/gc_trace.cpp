@@ -46,12 +46,13 @@ void GcLanes::collection(const raw::GcCollection& x) {
   out_->slice("gil", "gc", pid_, kGcTid, start, start + x.dur, collection_args(x));
 }
 
-void GcLanes::thread_collection(const raw::GcCollection& x, int64_t parent_start_ns, int64_t start_ns,
-                                int64_t end_ns) {
+void GcLanes::thread_collection(const raw::GcCollection& x, int64_t start_ns, int64_t end_ns,
+                                bool held_part) {
   if (end_ns <= start_ns) return;
-  const int64_t start = offset_ns_ + start_ns;
-  const int64_t end = nested_end_ns(offset_ns_ + parent_start_ns, start, offset_ns_ + end_ns);
-  out_->slice("gil", "gc", pid_, x.tid, start, end, collection_args(x));
+  out_->slice("gil", "gc", pid_, x.tid, offset_ns_ + start_ns, offset_ns_ + end_ns, [&](JsonWriter& w) {
+    collection_args(x)(w);
+    if (held_part) w.field("held_part", true);  // the collector let the GIL go: only what ran in this hold
+  });
 }
 
 void GcLanes::untimed(const raw::GcUntimed& x) {

@@ -29,10 +29,9 @@ class GcLanes {
   void begin(EventWriter& out, int64_t pid, int64_t offset_ns);
   // The collection on the GC lane.
   void collection(const raw::GcCollection& x);
-  // ...and on its thread's lane: [start_ns, end_ns) (input ns) nested in the slice that begins at
-  // parent_start_ns and ends at end_ns or later (the hold_gil, or the Python frame it ran under).
-  void thread_collection(const raw::GcCollection& x, int64_t parent_start_ns, int64_t start_ns,
-                         int64_t end_ns);
+  // ...and on its thread's lane: [start_ns, end_ns) (input ns, the end already fitted inside its parent).
+  // `held_part`: only the part of it that ran in this hold (the collector let the GIL go), marked so in args.
+  void thread_collection(const raw::GcCollection& x, int64_t start_ns, int64_t end_ns, bool held_part);
   void untimed(const raw::GcUntimed& x);
   void counts(const raw::GcCounts& x);
   void settings(const raw::GcSettings& x);

@@ -288,26 +288,36 @@ class InputConverter {
     });
   }
 
-  // A collection on its thread's lane, in the hold it ran in: under the innermost slice it began in (the
-  // hold, or a frame of it), and ending before that slice ends and before the next frame under it begins, so
-  // that no slice starts inside another and ends after it (DevTools would drop it). The GC lane has the whole
-  // collection.
+  // A collection on its thread's lane, in the hold it ran in, whole (a slice cut short would contradict the
+  // GC lane's): under the deepest slice (the hold, or a frame of it) that holds all of it, the frames sampled
+  // during it nested under it. Where a frame at that level starts inside it and ends after it (or before it
+  // and ends inside it), no viewer could draw both whole: the collection is left to the GC lane there.
   void thread_gc(const raw::GcCollection& x, const WrittenHold& h) {
     const int64_t from = x.ts + x.held_from;  // the part of it inside this hold
     int64_t parent_start = h.start, parent_end = h.end;
     int depth = -1;
-    for (const FrameSlice& f : h.frames) {
-      if (f.depth > depth && f.start_ns <= from && from < f.end_ns) {
-        parent_start = f.start_ns;
-        parent_end = f.end_ns;
-        depth = f.depth;
+    for (bool deeper = true; deeper;) {
+      deeper = false;
+      for (const FrameSlice& f : h.frames) {
+        if (f.depth == depth + 1 && f.start_ns <= from && from + x.held_dur <= f.end_ns) {
+          parent_start = f.start_ns;
+          parent_end = f.end_ns;
+          depth = f.depth;
+          deeper = true;
+          break;
+        }
       }
     }
-    int64_t end = std::min(from + x.held_dur, parent_end);
+    if (from + x.held_dur > parent_end && depth >= 0) return;  // (cannot happen: the hold holds it)
+    // Its end as a viewer will read it, a few ns short of the parent's if need be (nested_end_ns).
+    const int64_t end =
+        nested_end_ns(offset_ns_ + parent_start, offset_ns_ + from, offset_ns_ + from + x.held_dur) -
+        offset_ns_;
     for (const FrameSlice& f : h.frames) {
-      if (f.depth == depth + 1 && f.start_ns > from) end = std::min(end, f.start_ns);
+      if (f.depth != depth + 1 || f.end_ns <= from || f.start_ns >= end) continue;  // not beside it
+      if (f.start_ns < from || f.end_ns > end) return;                              // across one of its ends
     }
-    gc_.thread_collection(x, parent_start, from, end);
+    gc_.thread_collection(x, from, end, x.held_from != 0 || x.held_dur != x.dur);
   }
 
   // Collections whose hold never came (the target exited holding the GIL, a file cut short): on their
@@ -317,7 +327,7 @@ class InputConverter {
       Lane& l = lane(x.tid);
       const int64_t from = x.ts + x.held_from;
       if (from < l.last_end) continue;  // would overlap what the lane shows (a damaged file)
-      gc_.thread_collection(x, from, from, from + x.held_dur);
+      gc_.thread_collection(x, from, from + x.held_dur, x.held_from != 0 || x.held_dur != x.dur);
       l.last_end = from + x.held_dur;
     }
     pending_gc_.clear();

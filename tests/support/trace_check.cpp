@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -73,8 +75,15 @@ class Checker {
     const bool frame = cat != e.end() && cat->is_string() && *cat == "stack";
     const bool gc = name != e.end() && name->is_string() && *name == "gc";
     const bool slice = p == "X" && dur > 0;
-    lanes_[{pid->dump(), tid->get<int64_t>()}].push_back(
-        {ts->get<double>(), dur, i, slice, slice && (frame || gc)});
+    const Lane lane{pid->dump(), tid->get<int64_t>()};
+    lanes_[lane].push_back({ts->get<double>(), dur, i, slice, slice && (frame || gc)});
+    if (p == "X" && name != e.end() && (*name == "hold_gil" || *name == "take_gil"))
+      thread_lanes_.insert(lane);
+    if (p == "X" && gc) {
+      const auto args = e.find("args");
+      const bool part = args != e.end() && args->is_object() && args->value("held_part", false);
+      gc_slices_.push_back({lane, ts->get<double>(), dur, i, part});
+    }
     ++result.events;
   }
 
@@ -117,9 +126,42 @@ class Checker {
     }
   }
 
+  // No slice contradicts another: a collection on its thread's lane (one with holds or waits) is the one on
+  // the GC lane of its process, with the same times (within 0.01 µs: each is fitted inside its parent by a
+  // few ns), or lies within it when it is only the part that ran in one hold ("held_part").
+  void collections() {
+    constexpr double kSlackUs = 0.01;
+    for (const GcSlice& t : gc_slices_) {
+      if (!thread_lanes_.contains(t.lane)) continue;
+      bool lane_has_any = false, matched = false;
+      for (const GcSlice& g : gc_slices_) {
+        if (g.lane.first != t.lane.first || thread_lanes_.contains(g.lane)) continue;
+        lane_has_any = true;
+        const bool within = t.ts >= g.ts - kSlackUs && t.ts + t.dur <= g.ts + g.dur + kSlackUs;
+        const bool same = std::abs(t.ts - g.ts) <= kSlackUs && std::abs(t.dur - g.dur) <= kSlackUs;
+        if (t.part ? within : same) matched = true;
+      }
+      if (lane_has_any && !matched) {
+        problem(
+            fmt::format("event #{}: a gc slice on lane pid {} tid {} (ts {}, dur {}) is no collection of the "
+                        "GC lane (a slice cut short, or shifted)",
+                        t.index, t.lane.first, t.lane.second, t.ts, t.dur));
+      }
+    }
+  }
+
   TraceCheckResult result;
 
  private:
+  using Lane = std::pair<std::string, int64_t>;  // pid as JSON text, tid
+  struct GcSlice {
+    Lane lane;
+    double ts, dur;
+    size_t index;
+    bool part;
+  };
+  std::set<Lane> thread_lanes_;
+  std::vector<GcSlice> gc_slices_;
   std::map<std::pair<std::string, int64_t>, std::vector<LaneEvent>> lanes_;  // by pid as JSON text, tid
   TraceCheckOptions options_;
 };
@@ -149,6 +191,7 @@ TraceCheckResult check_chrome_trace(std::string_view text, const TraceCheckOptio
   }
   for (size_t i = 0; i < events->size(); ++i) c.event((*events)[i], i);
   c.lanes(*events);
+  c.collections();
   return c.result;
 }
 

@@ -13,6 +13,8 @@
 //   (cat "stack") inside its hold_gil / take_gil or its caller's frame). DevTools' trace engine drops an
 //   entry that starts inside the previous one and ends after it, and a one-ulp overshoot is enough; an
 //   instant inside a slice is an error.
+// - No slice contradicts another: a gc slice on a thread's lane has the times of a collection on its
+//   process's GC lane (or lies within it, marked "held_part": the part of it that ran in one hold).
 #include <cstddef>
 #include <string>
 #include <string_view>

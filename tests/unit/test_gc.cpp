@@ -668,23 +668,40 @@ TEST_CASE("gc trace: a recording's collections on the collector's lane, the GC l
   CHECK(counts == 1);
 }
 
-TEST_CASE("gc trace: a collection under Python frames nests in the innermost frame it began in") {
-  // A hold sampled twice: run > alloc from its start, run > other 4 ms in; a collection begins 1 ms in (under
-  // alloc) and lasts 5 ms. On the thread's lane it must lie inside alloc and end where alloc does (the GC
-  // lane has all 5 ms): a gc that starts inside a frame and ends after it would be dropped by DevTools.
-  const std::string text = converted_trace([](raw::Writer& w) {
+namespace {
+
+// A hold [1, 10) ms of thread 1 sampled at its start in run > alloc and `second_ms` in in `second` (a stack
+// id: 2 run > other, 3 run > alloc > __del__), then `third_ms` in back in run > alloc; a collection begins
+// 2 ms into the recording and lasts 5 ms. The trace and its gc slices on the thread's lane and the GC lane.
+struct GcNesting {
+  std::string text;
+  std::optional<nlohmann::json> thread_gc, lane_gc, alloc;
+};
+
+GcNesting gc_under_frames(uint32_t second, int64_t second_ms, int64_t third_ms) {
+  GcNesting out;
+  out.text = converted_trace([&](raw::Writer& w) {
     w.write(raw::ThreadStart{.tid = 1, .ts = 0, .tstate = 1, .name = "MainThread", .ns_tid = 0});
     w.write(raw::FrameDef{.id = 1, .ts = 0, .qualname = "run", .file = "/w.py", .line = 1, .first_line = 1});
     w.write(
         raw::FrameDef{.id = 2, .ts = 0, .qualname = "alloc", .file = "/w.py", .line = 5, .first_line = 4});
     w.write(
         raw::FrameDef{.id = 3, .ts = 0, .qualname = "other", .file = "/w.py", .line = 9, .first_line = 8});
+    w.write(raw::FrameDef{
+        .id = 4, .ts = 0, .qualname = "__del__", .file = "/w.py", .line = 20, .first_line = 19});
     w.write(raw::StackDef{.id = 1, .ts = 0, .truncated = false, .frames = {2, 1}});
     w.write(raw::StackDef{.id = 2, .ts = 0, .truncated = false, .frames = {3, 1}});
-    w.write(raw::StackSample{
-        .tid = 1, .ts = 1'000'000, .since = 1'000'000, .role = raw::GilRole::kHolding, .stack = 1});
-    w.write(raw::StackSample{
-        .tid = 1, .ts = 5'000'000, .since = 1'000'000, .role = raw::GilRole::kHolding, .stack = 2});
+    w.write(raw::StackDef{.id = 3, .ts = 0, .truncated = false, .frames = {4, 2, 1}});
+    const auto sample = [&](int64_t ms, uint32_t stack) {
+      w.write(raw::StackSample{.tid = 1,
+                               .ts = ms * 1'000'000,
+                               .since = 1'000'000,
+                               .role = raw::GilRole::kHolding,
+                               .stack = stack});
+    };
+    sample(1, 1);
+    sample(second_ms, second);
+    sample(third_ms, 1);
     w.write(raw::GcCollection{.tid = 1,
                               .ts = 2'000'000,
                               .dur = 5'000'000,
@@ -694,24 +711,60 @@ TEST_CASE("gc trace: a collection under Python frames nests in the innermost fra
     w.write(raw::Hold{.tid = 1, .ts = 1'000'000, .dur = 9'000'000});
     w.finish({{"duration_ns", 11'000'000}});
   });
-  const auto check = gilspy::test::check_chrome_trace(text);
+  const auto check = gilspy::test::check_chrome_trace(out.text);
   CHECK_MESSAGE(check.ok(), (check.problems.empty() ? "" : check.problems[0]));
-  const auto doc = nlohmann::json::parse(text);
-  std::optional<nlohmann::json> gc, alloc, lane_gc;
+  const auto doc = nlohmann::json::parse(out.text);
   for (const auto& e : doc["traceEvents"]) {
     if (e.value("ph", "") != "X") continue;
-    if (e.value("name", "") == "gc") (e["tid"] == 1 ? gc : lane_gc) = e;
-    if (e.value("name", "") == "alloc") alloc = e;
+    if (e.value("name", "") == "gc") (e["tid"] == 1 ? out.thread_gc : out.lane_gc) = e;
+    if (e.value("name", "") == "alloc" && !out.alloc) out.alloc = e;
   }
-  REQUIRE(gc);
-  REQUIRE(alloc);
-  REQUIRE(lane_gc);
-  const double gc_ts = gc->at("ts").get<double>(), gc_end = gc_ts + gc->at("dur").get<double>();
-  const double a_ts = alloc->at("ts").get<double>(), a_end = a_ts + alloc->at("dur").get<double>();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gc trace: a collection on its thread's lane is whole, or left to the GC lane, never cut short") {
+  // A finalizer's frame sampled during the collection (run > alloc > __del__ at 4 ms, alloc again at 6 ms):
+  // the collection lies whole in alloc, and __del__ nests inside it.
+  GcNesting n = gc_under_frames(3, 4, 6);
+  REQUIRE(n.thread_gc);
+  REQUIRE(n.lane_gc);
+  REQUIRE(n.alloc);
+  const double gc_ts = n.thread_gc->at("ts").get<double>();
+  const double gc_end = gc_ts + n.thread_gc->at("dur").get<double>();
+  const double a_ts = n.alloc->at("ts").get<double>(), a_end = a_ts + n.alloc->at("dur").get<double>();
+  CHECK(gc_ts == n.lane_gc->at("ts").get<double>());
+  CHECK(n.thread_gc->at("dur").get<double>() == doctest::Approx(5000.0).epsilon(1e-5));  // whole: 5 ms
   CHECK(gc_ts >= a_ts);
   CHECK(gc_end <= a_end);
-  CHECK(gc_end > a_end - 0.01);  // cut where alloc ends (4 ms into the hold), not earlier
-  CHECK(lane_gc->at("dur").get<double>() == doctest::Approx(5000.0));
+  // Another frame where the collection began (run > other from 4 ms, while it ran): no level of the lane can
+  // hold both whole, so the thread's lane shows no gc rather than one cut at 4 ms; the GC lane has all 5 ms.
+  n = gc_under_frames(2, 4, 9);
+  CHECK_FALSE(n.thread_gc);
+  REQUIRE(n.lane_gc);
+  CHECK(n.lane_gc->at("dur").get<double>() == doctest::Approx(5000.0));
+}
+
+TEST_CASE("trace check: a gc slice on a thread's lane that contradicts the GC lane's is a problem") {
+  const auto trace = [](const std::string& thread_gc) {
+    return std::string(R"({"traceEvents":[
+{"ph":"X","cat":"gil","name":"gc","pid":1,"tid":4194305,"ts":2000.000,"dur":5000.000},
+{"ph":"X","cat":"gil","name":"hold_gil","pid":1,"tid":1,"ts":1000.000,"dur":9000.000},
+)") + thread_gc +
+           "]}";
+  };
+  const std::string whole =
+      R"({"ph":"X","cat":"gil","name":"gc","pid":1,"tid":1,"ts":2000.000,"dur":4999.998})";
+  const std::string cut =
+      R"({"ph":"X","cat":"gil","name":"gc","pid":1,"tid":1,"ts":2000.000,"dur":2000.000})";
+  const std::string part =
+      R"({"ph":"X","cat":"gil","name":"gc","pid":1,"tid":1,"ts":2000.000,"dur":2000.000,"args":{"held_part":true}})";
+  CHECK(gilspy::test::check_chrome_trace(trace(whole)).ok());
+  const auto r = gilspy::test::check_chrome_trace(trace(cut));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.problems[0].find("is no collection of the GC lane") != std::string::npos);
+  CHECK(gilspy::test::check_chrome_trace(trace(part)).ok());
 }
 
 TEST_CASE(
