@@ -1,10 +1,12 @@
 #pragma once
-// Files for the unit tests: a private temporary folder removed at the end of the test, and whole-file reads
-// and writes.
+// Files for the unit tests: a private temporary folder removed at the end of the test, whole-file reads and
+// writes, and a folded-stacks file (convert --format collapsed) read back.
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -38,6 +40,19 @@ inline std::string slurp(const std::filesystem::path& p) {
 
 inline void spit(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
+}
+
+// "outer;...;inner N" lines: stack -> N.
+inline std::map<std::string, uint64_t> read_folded(const std::string& path) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(slurp(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto space = line.rfind(' ');
+    REQUIRE(space != std::string::npos);
+    out[line.substr(0, space)] = std::stoull(line.substr(space + 1));
+  }
+  return out;
 }
 
 }  // namespace gilspy::test

@@ -28,6 +28,7 @@ using nlohmann::json;
 namespace unit_released_stacks {
 namespace {
 
+using gilspy::test::read_folded;
 using gilspy::test::slurp;
 using gilspy::test::TempDir;
 
@@ -85,18 +86,6 @@ std::string write(const TempDir& dir) {
   for (const auto& r : recording()) w.write(r);
   w.finish(summary.to_json(10000, {}));
   return path;
-}
-
-std::map<std::string, uint64_t> folded(const std::string& path) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(slurp(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto space = line.rfind(' ');
-    REQUIRE(space != std::string::npos);
-    out[line.substr(0, space)] = std::stoull(line.substr(space + 1));
-  }
-  return out;
 }
 
 }  // namespace
@@ -177,12 +166,12 @@ TEST_CASE("released stacks: collapsed by released and all; without_gil slices in
   const std::string path = write(dir);
   const std::string run = "run (/s.py:2)";
   cv::convert_to_collapsed({path}, dir / "r.folded", {.weight = cv::FoldWeight::kReleased});
-  CHECK(folded(dir / "r.folded") ==
+  CHECK(read_folded(dir / "r.folded") ==
         std::map<std::string, uint64_t>{{run + ";recv (/s.py:20)", 8000},
                                         {run + ";recv (/s.py:21)", 3000},
                                         {run + ";wait_forever (/s.py:30)", 12000}});
   cv::convert_to_collapsed({path}, dir / "a.folded", {.weight = cv::FoldWeight::kAll});
-  const auto all = folded(dir / "a.folded");
+  const auto all = read_folded(dir / "a.folded");
   CHECK(all.at("[no stack sample]") == 1000);  // C's hold, not read
   CHECK(all.at(run + ";wait_forever (/s.py:30)") == 12000);
 

@@ -32,6 +32,7 @@ using nlohmann::json;
 namespace unit_stack_records {
 namespace {
 
+using gilspy::test::read_folded;
 using gilspy::test::slurp;
 using gilspy::test::spit;
 using gilspy::test::TempDir;
@@ -115,18 +116,6 @@ std::vector<raw::Record> read_back(const std::string& path, raw::ReadResult* res
   const raw::ReadResult r = raw::read(
       in, path, [](const raw::Meta&) {}, [&](const raw::Record& x) { out.push_back(x); });
   if (result != nullptr) *result = r;
-  return out;
-}
-
-std::map<std::string, uint64_t> folded(const std::string& path) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(slurp(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto space = line.rfind(' ');
-    REQUIRE(space != std::string::npos);
-    out[line.substr(0, space)] = std::stoull(line.substr(space + 1));
-  }
   return out;
 }
 
@@ -265,7 +254,7 @@ TEST_CASE("collapsed: folded stacks weighted by hold, contention and wait") {
   auto fold = [&](cv::FoldWeight w, const std::string& name) {
     const auto report = cv::convert_to_collapsed({raw_path}, dir / name, {.weight = w});
     CHECK(report.stack_samples == 3);
-    return folded(dir / name);
+    return read_folded(dir / name);
   };
   const auto hold = fold(cv::FoldWeight::kHold, "hold.folded");
   CHECK(hold == std::map<std::string, uint64_t>{{run + ";hog (/w.py:5)", 5000},
