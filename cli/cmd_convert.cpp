@@ -16,6 +16,7 @@
 #include "convert/chrome_trace.hpp"
 #include "convert/collapsed.hpp"
 #include "convert/merge_trace.hpp"
+#include "convert/speedscope.hpp"
 
 namespace gilspy::cli {
 namespace {
@@ -57,6 +58,7 @@ std::optional<convert::PidNamespace> pid_namespace_option(const std::string& tex
 
 int run_merge(const ConvertOptions& o);
 int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mode);
+int run_speedscope(const ConvertOptions& o, const std::string& output, mode_t mode);
 
 // Every file convert reads must be a regular file (a FIFO with no writer would block it for ever, a folder is
 // not a recording), and the output none of them: writing it would replace a recording by its trace.
@@ -88,22 +90,23 @@ int run_convert(const ConvertOptions& o) {
   if (!o.merge_into.empty()) return run_merge(o);
   if (!o.pid_map.empty()) throw Error(ErrorKind::kUsage, "--pid-map is for --merge-into");
   if (!o.align_at.empty()) throw Error(ErrorKind::kUsage, "--align-at is for --merge-into");
-  if (o.no_stacks && o.format == "collapsed") {
-    throw Error(ErrorKind::kUsage,
-                "--no-stacks leaves the frames out of a trace; --format collapsed is the stacks "
-                "alone");
+  if (o.no_stacks && o.format != "trace") {
+    throw Error(ErrorKind::kUsage, "--no-stacks leaves the frames out of a trace; --format " + o.format +
+                                       " is the stacks alone");
   }
   std::string output = o.output;
   if (output.empty()) {
     if (o.inputs.size() != 1) {
       throw Error(ErrorKind::kUsage, "with several inputs, name the output file with -o/--output");
     }
-    output = o.format == "collapsed" ? convert::default_collapsed_path(o.inputs.front())
-                                     : convert::default_output_path(o.inputs.front());
+    output = o.format == "collapsed"    ? convert::default_collapsed_path(o.inputs.front())
+             : o.format == "speedscope" ? convert::default_speedscope_path(o.inputs.front())
+                                        : convert::default_output_path(o.inputs.front());
   }
   check_paths(o, output);
   const mode_t mode = parse_file_mode_option(o.file_mode);
   if (o.format == "collapsed") return run_collapsed(o, output, mode);
+  if (o.format == "speedscope") return run_speedscope(o, output, mode);
   convert::ConvertReport report;
   try {
     report = convert::convert_to_chrome_trace(
@@ -279,6 +282,38 @@ int run_collapsed(const ConvertOptions& o, const std::string& output, mode_t mod
   return 0;
 }
 
+// --format speedscope: one profile per view of the GIL (convert/speedscope.hpp).
+int run_speedscope(const ConvertOptions& o, const std::string& output, mode_t mode) {
+  convert::SpeedscopeReport report;
+  try {
+    report = convert::convert_to_speedscope(o.inputs, output, {.mode = mode, .salvage = o.salvage});
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kCorrupt) throw;
+    throw Error(e.kind(), std::string(e.what()) + " with --salvage; nothing was written");
+  }
+  std::string profiles;
+  for (size_t i = 0; i < report.profiles.size(); ++i) {
+    profiles += fmt::format("{}{} {:.3f} s", i == 0 ? "" : ", ", report.profiles[i],
+                            static_cast<double>(report.totals_us[i]) / 1e6);
+  }
+  fmt::print(
+      "wrote {} (speedscope: {}; {} frames): open it on speedscope.app or with `npx speedscope FILE`\n",
+      escape_for_terminal(output), profiles, report.frames);
+  if (report.stack_samples == 0) {
+    fmt::print(
+        stderr,
+        "gilspy: warning: the input has no stack samples (recorded with --no-stacks): every profile is "
+        "[no stack sample]\n");
+  }
+  for (const auto& path : report.incomplete) {
+    fmt::print(stderr,
+               "gilspy: warning: {} is an unfinished or salvaged recording; converted as far as it goes\n",
+               escape_for_terminal(path));
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
 // `gilspy convert --help` after the options: examples and what the command does (exit status, files).
 constexpr const char* kConvertFooter =
     "Converts raw recordings (GIL_<pid>_rank_<rank>.json, from 'gilspy record') to one Chrome Trace JSON\n"
@@ -330,10 +365,12 @@ Runner add_convert_command(CLI::App& app) {
   cmd->add_option("--file-mode", opts->file_mode, "Permissions of the output, octal (default 0600)")
       ->type_name("MODE");
   cmd->add_option("--format", opts->format,
-                  "trace (Chrome Trace JSON, the default) or collapsed: folded stacks ('a;b;c N', N in "
-                  "microseconds) for flamegraph.pl, inferno or speedscope; default output X.folded")
-      ->check(CLI::IsMember({"trace", "collapsed"}))
-      ->type_name("trace|collapsed");
+                  "trace (Chrome Trace JSON, the default); collapsed: folded stacks ('a;b;c N', N in "
+                  "microseconds) for flamegraph.pl, inferno or speedscope, default output X.folded; "
+                  "speedscope: speedscope's own format, one profile per view (held while others waited, "
+                  "held, waited, without the GIL), default output X.speedscope.json")
+      ->check(CLI::IsMember({"trace", "collapsed", "speedscope"}))
+      ->type_name("trace|collapsed|speedscope");
   cmd->add_option(
          "--weight", opts->weight,
          "collapsed: weigh each stack by its GIL hold time (hold), its hold time while other threads "

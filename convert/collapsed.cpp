@@ -55,12 +55,9 @@ std::string default_collapsed_path(const std::string& input) {
   return stem + ".folded";
 }
 
-CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, const std::string& output,
-                                     const CollapsedOptions& options) {
-  if (inputs.empty()) throw Error(ErrorKind::kUsage, "no input to convert");
-  CollapsedReport report;
-  std::map<std::string, int64_t> weights;                        // folded stack -> ns
-  OutputFile out = OutputFile::temporary(output, options.mode);  // the name is checked before any work
+std::map<std::string, int64_t> fold_weights(const std::vector<std::string>& inputs, FoldWeight weight,
+                                            bool salvage, CollapsedReport& report) {
+  std::map<std::string, int64_t> weights;  // folded stack -> ns
   for (const std::string& path : inputs) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(ErrorKind::kIo, "cannot open " + path + ": " + std::strerror(errno));
@@ -68,7 +65,7 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
     int64_t end_ns = 0;
     raw::StackPieces pieces([&](const std::vector<raw::StackPiece>& pieces_of_interval) {
       for (const raw::StackPiece& p : pieces_of_interval) {
-        const int64_t ns = piece_weight(p, options.weight);
+        const int64_t ns = piece_weight(p, weight);
         if (ns <= 0) continue;
         std::string line;
         const auto s = pieces_ptr->stacks().find(p.stack);
@@ -92,10 +89,20 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
           end_ns = std::max(end_ns, raw::end_of(r));
           pieces.add(r);
         },
-        {.salvage = options.salvage});
+        {.salvage = salvage});
     pieces.finish(end_ns);  // released stretches still open at the end (--all-threads)
     if (!result.complete) report.incomplete.push_back(path);
   }
+  return weights;
+}
+
+CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, const std::string& output,
+                                     const CollapsedOptions& options) {
+  if (inputs.empty()) throw Error(ErrorKind::kUsage, "no input to convert");
+  CollapsedReport report;
+  OutputFile out = OutputFile::temporary(output, options.mode);  // the name is checked before any work
+  const std::map<std::string, int64_t> weights =
+      fold_weights(inputs, options.weight, options.salvage, report);
   std::string text;
   for (const auto& [stack, ns] : weights) {
     const uint64_t us = static_cast<uint64_t>((ns + 500) / 1000);

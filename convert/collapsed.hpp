@@ -11,6 +11,7 @@
 // Weights are integer microseconds. Holds and waits without a stack sample (the read was skipped or torn) go
 // under "[no stack sample]", so the weights add up to the recording's. Several inputs add up.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct CollapsedReport {
   size_t stack_samples = 0;             // in the inputs
   std::vector<std::string> incomplete;  // inputs cut short or salvaged
 };
+
+// The inputs' stacks and their weights in ns, keyed by the folded line's stack text ("outer;...;inner");
+// fills the report's stack_samples and incomplete. Throws as convert_to_collapsed().
+std::map<std::string, int64_t> fold_weights(const std::vector<std::string>& inputs, FoldWeight weight,
+                                            bool salvage, CollapsedReport& report);
 
 // Throws as convert_to_chrome_trace does (kIo, kBadInput, kCorrupt); nothing is left behind on failure.
 CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, const std::string& output,

@@ -264,6 +264,21 @@ def scenario_dump(gilspy, python):
         w.kill()
 
 
+def check_speedscope(gilspy, raw_path, d, views):
+    """convert --format speedscope: the file passes speedscope's own schema (tests/viewer/check_speedscope.mjs,
+    the schema its npm package ships) and each profile weighs what --format collapsed gives that view."""
+    out_path = os.path.join(d, "profile.speedscope.json")
+    run_gilspy(gilspy, "convert", "-i", raw_path, "--format", "speedscope", "-o", out_path, check_rc=0)
+    checker = os.path.join(os.path.dirname(__file__), "..", "viewer", "check_speedscope.mjs")
+    res = subprocess.run(["node", checker, out_path], capture_output=True, text=True, timeout=60)
+    check(res.returncode == 0, f"speedscope's schema refuses {out_path}: {res.stdout} {res.stderr}")
+    totals = json.loads(res.stdout.strip().splitlines()[-1])["profiles"]
+    check(set(totals) == set(views), f"speedscope profiles {sorted(totals)}, expected {sorted(views)}")
+    for name, weight in views.items():
+        folded_total = sum(n for _, n in folded(gilspy, raw_path, weight, d))
+        check(totals[name] == folded_total, f"speedscope's {name!r} weighs {totals[name]} us, collapsed {folded_total}")
+
+
 def workload_line(script, marker):
     """The number of the line of tests/workloads/SCRIPT that holds MARKER (a comment)."""
     with open(os.path.join(os.path.dirname(__file__), "..", "workloads", script)) as f:
@@ -303,6 +318,8 @@ def scenario_all_threads(gilspy, python):
         released = folded(gilspy, raw_path, "released", d)
         at_recv = sum(n for stack, n in released if stack[-1].startswith(f"receiver ("))
         check(at_recv * 1000 >= 0.9 * duration, f"--weight released: {at_recv} us under receiver: {released}")
+        check_speedscope(gilspy, raw_path, d, {"held while others waited": "contention", "held": "hold",
+                                               "waited": "wait", "without the GIL": "released"})
         trace = raw_path.replace(".json", ".trace.json")
         doc = check_trace(trace, raw)
         lane = [e for e in doc["traceEvents"] if e.get("name") == "without_gil" and e["tid"] == receiver]

@@ -15,6 +15,7 @@
 #include "cli/stack_summary_text.hpp"
 #include "convert/chrome_trace.hpp"
 #include "convert/collapsed.hpp"
+#include "convert/speedscope.hpp"
 #include "raw/raw_format.hpp"
 #include "raw/summary.hpp"
 #include "support/trace_check.hpp"
@@ -199,6 +200,48 @@ TEST_CASE("released stacks: collapsed by released and all; without_gil slices in
   CHECK(frames[602].size() == 2);  // run, wait_forever
   // recv cut at 9 ms (line 20, then 21) under run spanning the stretch.
   CHECK(frames[601].size() == 2 + 3);
+}
+
+TEST_CASE("speedscope: one profile per view, weighing what collapsed gives it, frames shared and parsed") {
+  TempDir dir;
+  const std::string path = write(dir);
+  const auto report = cv::convert_to_speedscope({path}, dir / "p.speedscope.json");
+  CHECK(report.profiles ==
+        std::vector<std::string>{"held while others waited", "held", "waited", "without the GIL"});
+  const json doc = json::parse(slurp(dir / "p.speedscope.json"));
+  CHECK(doc["$schema"] == "https://www.speedscope.app/file-format-schema.json");
+  const json& frames = doc["shared"]["frames"];
+  std::map<std::string, json> by_name;
+  for (const json& f : frames) by_name[f["name"]] = f;
+  CHECK(by_name["recv"]["file"] == "/s.py");
+  CHECK(by_name["[no stack sample]"].size() == 1);  // a name only
+  const cv::FoldWeight weights[] = {cv::FoldWeight::kContention, cv::FoldWeight::kHold, cv::FoldWeight::kWait,
+                                    cv::FoldWeight::kReleased};
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const json& p = doc["profiles"][i];
+    cv::convert_to_collapsed({path}, dir / "x.folded", {.weight = weights[i]});
+    uint64_t total = 0;
+    for (const auto& [stack, us] : read_folded(dir / "x.folded")) total += us;
+    CHECK(p["endValue"] == total);
+    CHECK(report.totals_us[i] == total);
+    CHECK(p["samples"].size() == p["weights"].size());
+    for (const json& sample : p["samples"]) {
+      for (const json& f : sample) CHECK(f.get<size_t>() < frames.size());
+    }
+  }
+  // Outermost first, as folded lines: the wait_forever stack is run, then wait_forever.
+  const json& released_profile = doc["profiles"][3];
+  bool seen = false;
+  for (size_t k = 0; k < released_profile["samples"].size(); ++k) {
+    const json& sample = released_profile["samples"][k];
+    if (frames[sample.back().get<size_t>()]["name"] != "wait_forever") continue;
+    seen = true;
+    CHECK(frames[sample.front().get<size_t>()]["name"] == "run");
+    CHECK(released_profile["weights"][k] == 12000);
+  }
+  CHECK(seen);
+  CHECK(cv::default_speedscope_path("d/GIL_1_rank_0.json.partial") == "d/GIL_1_rank_0.speedscope.json");
 }
 
 }  // namespace unit_released_stacks
