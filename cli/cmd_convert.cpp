@@ -339,6 +339,34 @@ constexpr const char* kConvertFooter =
     "(python3-torch without Kineto) writes times after its start, which its file does not hold: give it\n"
     "with --align-at NS (time.time_ns() when the profiler started) or NAME@NS (an event of yours).";
 
+// --merge-into and what goes with it; --pid-namespace (which the merge uses too).
+void add_merge_options(CLI::App& cmd, ConvertOptions& opts) {
+  cmd.add_option(
+         "--merge-into", opts.merge_into,
+         "A PyTorch profiler (Kineto) trace, .json or .json.gz, or Ascend's trace_view.json: write it to -o "
+         "with the GIL lanes added to the process of each recording's pid (.gz output: gzip)")
+      ->type_name("TRACE");
+  cmd.add_option(
+         "--pid-map", opts.pid_map,
+         "With --merge-into: a recording's pid and the trace's pid of the same process when they differ "
+         "(a container, another host; a string pid such as 'CPU functions' of PyTorch's legacy profiler); "
+         "repeat or comma-separate")
+      ->delimiter(',')
+      ->type_name("GILPID:TRACEPID");
+  cmd.add_option("--align-at", opts.align_at,
+                 "With --merge-into: when the trace's ts 0 was, in ns since the epoch (e.g. time.time_ns() "
+                 "just before the profiler started), or NAME@NS: when its first event named NAME began. "
+                 "Needed for traces whose times are not on the epoch and have no baseTimeNanoseconds "
+                 "(PyTorch's legacy profiler); overrides the trace's own")
+      ->type_name("NS|NAME@NS");
+  cmd.add_option(
+         "--pid-namespace", opts.pid_namespace,
+         "For a target in a container: show its own pid and tids (target, as the program and a profiler "
+         "inside the container see them) or gilspy's (host). Default: host; with --merge-into, whichever "
+         "the trace has, the target's first")
+      ->type_name("target|host");
+}
+
 }  // namespace
 
 Runner add_convert_command(CLI::App& app) {
@@ -379,30 +407,7 @@ Runner add_convert_command(CLI::App& app) {
          "these (all: where the threads' time went)")
       ->check(CLI::IsMember({"hold", "contention", "wait", "released", "all"}))
       ->type_name("hold|contention|wait|released|all");
-  cmd->add_option(
-         "--merge-into", opts->merge_into,
-         "A PyTorch profiler (Kineto) trace, .json or .json.gz, or Ascend's trace_view.json: write it to -o "
-         "with the GIL lanes added to the process of each recording's pid (.gz output: gzip)")
-      ->type_name("TRACE");
-  cmd->add_option(
-         "--pid-map", opts->pid_map,
-         "With --merge-into: a recording's pid and the trace's pid of the same process when they differ "
-         "(a container, another host; a string pid such as 'CPU functions' of PyTorch's legacy profiler); "
-         "repeat or comma-separate")
-      ->delimiter(',')
-      ->type_name("GILPID:TRACEPID");
-  cmd->add_option("--align-at", opts->align_at,
-                  "With --merge-into: when the trace's ts 0 was, in ns since the epoch (e.g. time.time_ns() "
-                  "just before the profiler started), or NAME@NS: when its first event named NAME began. "
-                  "Needed for traces whose times are not on the epoch and have no baseTimeNanoseconds "
-                  "(PyTorch's legacy profiler); overrides the trace's own")
-      ->type_name("NS|NAME@NS");
-  cmd->add_option(
-         "--pid-namespace", opts->pid_namespace,
-         "For a target in a container: show its own pid and tids (target, as the program and a profiler "
-         "inside the container see them) or gilspy's (host). Default: host; with --merge-into, whichever "
-         "the trace has, the target's first")
-      ->type_name("target|host");
+  add_merge_options(*cmd, *opts);
   return [opts] { return run_convert(*opts); };
 }
 
