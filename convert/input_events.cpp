@@ -294,21 +294,22 @@ class InputConverter {
   // and ends inside it), no viewer could draw both whole: the collection is left to the GC lane there.
   void thread_gc(const raw::GcCollection& x, const WrittenHold& h) {
     const int64_t from = x.ts + x.held_from;  // the part of it inside this hold
-    int64_t parent_start = h.start, parent_end = h.end;
+    // With --exact the hold comes from the probes and the collection's part of it from the polls: where they
+    // disagree the lane cannot show it whole inside the hold.
+    if (from < h.start || from + x.held_dur > h.end) return;
+    int64_t parent_start = h.start;
     int depth = -1;
     for (bool deeper = true; deeper;) {
       deeper = false;
       for (const FrameSlice& f : h.frames) {
         if (f.depth == depth + 1 && f.start_ns <= from && from + x.held_dur <= f.end_ns) {
           parent_start = f.start_ns;
-          parent_end = f.end_ns;
           depth = f.depth;
           deeper = true;
           break;
         }
       }
     }
-    if (from + x.held_dur > parent_end && depth >= 0) return;  // (cannot happen: the hold holds it)
     // Its end as a viewer will read it, a few ns short of the parent's if need be (nested_end_ns).
     const int64_t end =
         nested_end_ns(offset_ns_ + parent_start, offset_ns_ + from, offset_ns_ + from + x.held_dur) -
