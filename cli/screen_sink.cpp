@@ -4,9 +4,7 @@
 
 namespace gilspy::cli {
 
-namespace {
-
-top::Role role_of(raw::GilRole r) {
+top::Role ScreenSink::role_of(raw::GilRole r) {
   switch (r) {
     case raw::GilRole::kHolding:
       return top::Role::kHolding;
@@ -17,8 +15,6 @@ top::Role role_of(raw::GilRole r) {
   }
   return top::Role::kReleased;
 }
-
-}  // namespace
 
 ScreenSink::ScreenSink(OnSnapshot on_snapshot) : on_snapshot_(std::move(on_snapshot)) {}
 

@@ -38,6 +38,7 @@ class ScreenSink final : public Sink {
   int64_t now_ns() const;
 
  private:
+  static top::Role role_of(raw::GilRole r);
   void take_snapshot(bool last);
   void flush_tick();  // the tick whose records were delivered, if any, becomes a snapshot
   // The CPU columns (screen_sink_cpu.cpp): where each target's perf values sit, and its pieces into the

@@ -6,12 +6,6 @@
 namespace gilspy::cli {
 namespace {
 
-top::Role role_of_piece(raw::GilRole r) {
-  return r == raw::GilRole::kHolding   ? top::Role::kHolding
-         : r == raw::GilRole::kWaiting ? top::Role::kWaiting
-                                       : top::Role::kReleased;
-}
-
 // "qualname (file.py:first line)": a function, not a line of it; the file's last component, as the thread
 // table's function column has it.
 std::string function_text(const raw::FrameDef& f) {
@@ -53,7 +47,7 @@ void ScreenSink::function_pieces(raw::TargetId id, const std::vector<raw::StackP
       f.texts.erase(p.stack);
       continue;
     }
-    model_.function_time(role_of_piece(p.role), texts, ns);
+    model_.function_time(role_of(p.role), texts, ns);
   }
 }
 

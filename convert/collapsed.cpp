@@ -42,6 +42,21 @@ std::string folded_frame(const raw::FrameDef& f) {
   return s;
 }
 
+// A piece's stack as a folded line, outermost first; "[no stack sample]" without one.
+std::string folded_line(const raw::StackPieces& pieces, uint32_t stack) {
+  std::string line;
+  const auto s = pieces.stacks().find(stack);
+  if (s != pieces.stacks().end()) {
+    for (auto it = s->second.frames.rbegin(); it != s->second.frames.rend(); ++it) {
+      const auto f = pieces.frames().find(*it);
+      if (f == pieces.frames().end()) continue;
+      if (!line.empty()) line += ';';
+      line += folded_frame(f->second);
+    }
+  }
+  return line.empty() ? std::string(raw::kNoStackSample) : line;
+}
+
 }  // namespace
 
 std::string default_collapsed_path(const std::string& input) {
@@ -55,9 +70,10 @@ std::string default_collapsed_path(const std::string& input) {
   return stem + ".folded";
 }
 
-std::map<std::string, int64_t> fold_weights(const std::vector<std::string>& inputs, FoldWeight weight,
-                                            bool salvage, CollapsedReport& report) {
-  std::map<std::string, int64_t> weights;  // folded stack -> ns
+std::vector<FoldedWeights> fold_weights(const std::vector<std::string>& inputs,
+                                        const std::vector<FoldWeight>& weights, bool salvage,
+                                        CollapsedReport& report) {
+  std::vector<FoldedWeights> folded(weights.size());  // per weight: folded stack -> ns
   for (const std::string& path : inputs) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(ErrorKind::kIo, "cannot open " + path + ": " + std::strerror(errno));
@@ -65,20 +81,13 @@ std::map<std::string, int64_t> fold_weights(const std::vector<std::string>& inpu
     int64_t end_ns = 0;
     raw::StackPieces pieces([&](const std::vector<raw::StackPiece>& pieces_of_interval) {
       for (const raw::StackPiece& p : pieces_of_interval) {
-        const int64_t ns = piece_weight(p, weight);
-        if (ns <= 0) continue;
-        std::string line;
-        const auto s = pieces_ptr->stacks().find(p.stack);
-        if (s != pieces_ptr->stacks().end()) {
-          for (auto it = s->second.frames.rbegin(); it != s->second.frames.rend(); ++it) {
-            const auto f = pieces_ptr->frames().find(*it);
-            if (f == pieces_ptr->frames().end()) continue;
-            if (!line.empty()) line += ';';
-            line += folded_frame(f->second);
-          }
+        std::string line;  // made once, for the first weight that counts the piece
+        for (size_t w = 0; w < weights.size(); ++w) {
+          const int64_t ns = piece_weight(p, weights[w]);
+          if (ns <= 0) continue;
+          if (line.empty()) line = folded_line(*pieces_ptr, p.stack);
+          folded[w][line] += ns;
         }
-        if (line.empty()) line = raw::kNoStackSample;
-        weights[line] += ns;
       }
     });
     pieces_ptr = &pieces;
@@ -93,7 +102,7 @@ std::map<std::string, int64_t> fold_weights(const std::vector<std::string>& inpu
     pieces.finish(end_ns);  // released stretches still open at the end (--all-threads)
     if (!result.complete) report.incomplete.push_back(path);
   }
-  return weights;
+  return folded;
 }
 
 CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, const std::string& output,
@@ -101,8 +110,7 @@ CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, con
   if (inputs.empty()) throw Error(ErrorKind::kUsage, "no input to convert");
   CollapsedReport report;
   OutputFile out = OutputFile::temporary(output, options.mode);  // the name is checked before any work
-  const std::map<std::string, int64_t> weights =
-      fold_weights(inputs, options.weight, options.salvage, report);
+  const FoldedWeights weights = fold_weights(inputs, {options.weight}, options.salvage, report).front();
   std::string text;
   for (const auto& [stack, ns] : weights) {
     const uint64_t us = static_cast<uint64_t>((ns + 500) / 1000);

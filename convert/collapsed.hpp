@@ -36,10 +36,13 @@ struct CollapsedReport {
   std::vector<std::string> incomplete;  // inputs cut short or salvaged
 };
 
-// The inputs' stacks and their weights in ns, keyed by the folded line's stack text ("outer;...;inner");
-// fills the report's stack_samples and incomplete. Throws as convert_to_collapsed().
-std::map<std::string, int64_t> fold_weights(const std::vector<std::string>& inputs, FoldWeight weight,
-                                            bool salvage, CollapsedReport& report);
+// The inputs' stacks and their weights in ns under each of `weights`, keyed by the folded line's stack text
+// ("outer;...;inner"), in one pass over the inputs; fills the report's stack_samples and incomplete. Throws
+// as convert_to_collapsed().
+using FoldedWeights = std::map<std::string, int64_t>;
+std::vector<FoldedWeights> fold_weights(const std::vector<std::string>& inputs,
+                                        const std::vector<FoldWeight>& weights, bool salvage,
+                                        CollapsedReport& report);
 
 // Throws as convert_to_chrome_trace does (kIo, kBadInput, kCorrupt); nothing is left behind on failure.
 CollapsedReport convert_to_collapsed(const std::vector<std::string>& inputs, const std::string& output,

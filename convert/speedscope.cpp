@@ -1,5 +1,6 @@
 #include "convert/speedscope.hpp"
 
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -87,13 +88,16 @@ SpeedscopeReport convert_to_speedscope(const std::vector<std::string>& inputs, c
   SpeedscopeReport report;
   FrameTable frames;
   json profiles = json::array();
-  for (const View& v : kViews) {
-    CollapsedReport folded;
-    const auto weights = fold_weights(inputs, v.weight, options.salvage, folded);
-    report.stack_samples = folded.stack_samples;
-    report.incomplete = folded.incomplete;
+  std::vector<FoldWeight> weights;
+  for (const View& v : kViews) weights.push_back(v.weight);
+  CollapsedReport read;
+  const std::vector<FoldedWeights> folded = fold_weights(inputs, weights, options.salvage, read);  // one pass
+  report.stack_samples = read.stack_samples;
+  report.incomplete = read.incomplete;
+  for (size_t i = 0; i < std::size(kViews); ++i) {
+    const View& v = kViews[i];
     uint64_t total = 0;
-    json p = profile(v.name, weights, frames, &total);
+    json p = profile(v.name, folded[i], frames, &total);
     if (v.only_if_any && total == 0) continue;
     profiles.push_back(std::move(p));
     report.profiles.emplace_back(v.name);
